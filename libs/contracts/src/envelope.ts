@@ -1,0 +1,129 @@
+// The event envelope: the wire shape of every event in every Tally stream.
+// Payloads are validated per event type and schema version; an old version is upcast
+// here, in the adapter, so that `evolve` only ever sees the current shape.
+import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min } from 'class-validator';
+import { decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
+
+export class EventEnvelopeDto {
+  @IsString() @Length(1, 512) event_id!: string;
+  @IsString() @Matches(/^[A-Za-z][A-Za-z0-9_.]{0,127}$/) type!: string;
+  @IsInt() @Min(1) schema_version!: number;
+  @IsString() @Length(1, 256) aggregate_id!: string;
+  @IsOptional() @IsString() @Length(1, 512) causation_id?: string;
+  @IsOptional() @IsString() @Length(1, 512) correlation_id?: string;
+  @IsISO8601({ strict: true }) occurred_at!: string;
+  @IsObject() payload!: Record<string, unknown>;
+}
+
+/** An event as the application layer sees it: envelope fields plus a validated payload. */
+export interface EventMessage<P = Record<string, unknown>> {
+  readonly eventId: string;
+  readonly type: string;
+  readonly schemaVersion: number;
+  readonly aggregateId: string;
+  readonly causationId?: string;
+  readonly correlationId?: string;
+  readonly occurredAt: string;
+  readonly payload: P;
+}
+
+export interface EventTypeSpec {
+  readonly type: string;
+  /** The current schema version; encoders always write this one. */
+  readonly version: number;
+  readonly payload: Constructor<object>;
+  /** upcasters[v] turns a version-v payload into version v+1. */
+  readonly upcasters?: Readonly<Record<number, (payload: Record<string, unknown>) => Record<string, unknown>>>;
+}
+
+export class EventRegistry {
+  private readonly specs = new Map<string, EventTypeSpec>();
+
+  constructor(specs: readonly EventTypeSpec[] = []) {
+    for (const spec of specs) this.register(spec);
+  }
+
+  register(spec: EventTypeSpec): this {
+    if (this.specs.has(spec.type)) throw new Error(`event type ${spec.type} registered twice`);
+    this.specs.set(spec.type, spec);
+    return this;
+  }
+
+  has(type: string): boolean {
+    return this.specs.has(type);
+  }
+
+  versionOf(type: string): number {
+    const spec = this.specs.get(type);
+    if (!spec) throw new Error(`unknown event type ${type}`);
+    return spec.version;
+  }
+
+  /** Decodes bytes into a validated, upcast event, or names every bad field. */
+  decode(data: Uint8Array | string): Decoded<EventMessage> {
+    const envelope = decodeJson(EventEnvelopeDto, data);
+    if (!envelope.ok) return envelope;
+    return this.decodeEnvelope(envelope.value);
+  }
+
+  decodeEnvelope(envelope: EventEnvelopeDto): Decoded<EventMessage> {
+    const spec = this.specs.get(envelope.type);
+    if (!spec) return fail('type', `unknown event type ${envelope.type}`);
+    if (envelope.schema_version > spec.version) {
+      return fail('schema_version', `version ${envelope.schema_version} is newer than supported ${spec.version}`);
+    }
+    const upcast = upcastPayload(spec, envelope.schema_version, envelope.payload);
+    if (!upcast.ok) return upcast;
+    const payload = validatePlain(spec.payload, upcast.value, 'payload');
+    if (!payload.ok) return payload;
+    return {
+      ok: true,
+      value: {
+        eventId: envelope.event_id,
+        type: envelope.type,
+        schemaVersion: spec.version,
+        aggregateId: envelope.aggregate_id,
+        ...(envelope.causation_id === undefined ? {} : { causationId: envelope.causation_id }),
+        ...(envelope.correlation_id === undefined ? {} : { correlationId: envelope.correlation_id }),
+        occurredAt: envelope.occurred_at,
+        payload: upcast.value,
+      },
+    };
+  }
+
+  /** Encodes an event at the current version. The payload is validated first: a bug must not reach the stream. */
+  encode(event: Omit<EventMessage, 'schemaVersion'>): Uint8Array {
+    const spec = this.specs.get(event.type);
+    if (!spec) throw new Error(`cannot encode unknown event type ${event.type}`);
+    const payload = validatePlain(spec.payload, event.payload, 'payload');
+    if (!payload.ok) throw new Error(`refusing to encode invalid ${event.type}: ${describeFieldErrors(payload.errors)}`);
+    return Buffer.from(JSON.stringify(toWire(event, spec.version)));
+  }
+}
+
+function toWire(event: Omit<EventMessage, 'schemaVersion'>, version: number): EventEnvelopeDto {
+  return {
+    event_id: event.eventId,
+    type: event.type,
+    schema_version: version,
+    aggregate_id: event.aggregateId,
+    ...(event.causationId === undefined ? {} : { causation_id: event.causationId }),
+    ...(event.correlationId === undefined ? {} : { correlation_id: event.correlationId }),
+    occurred_at: event.occurredAt,
+    payload: event.payload,
+  };
+}
+
+function upcastPayload(spec: EventTypeSpec, from: number, payload: Record<string, unknown>): Decoded<Record<string, unknown>> {
+  let current = payload;
+  for (let version = from; version < spec.version; version++) {
+    const upcaster = spec.upcasters?.[version];
+    if (!upcaster) return fail('schema_version', `no upcaster for ${spec.type} v${version} -> v${version + 1}`);
+    current = upcaster(current);
+  }
+  return { ok: true, value: current };
+}
+
+function fail(field: string, message: string): { ok: false; errors: FieldError[] } {
+  return { ok: false, errors: [{ field, message }] };
+}

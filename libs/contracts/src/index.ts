@@ -1,0 +1,4 @@
+export * from './names.js';
+export * from './validation.js';
+export * from './envelope.js';
+export * from './money.js';

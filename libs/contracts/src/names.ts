@@ -1,0 +1,67 @@
+// Stream, subject, consumer and bucket names, in one place that both services import.
+// Every name derives from a namespace so that tests (and multi-tenant installs) can
+// run side by side on one NATS server without touching each other's streams.
+
+export interface TallyNames {
+  readonly namespace: string;
+  readonly budgetEventsStream: string;
+  readonly workEventsStream: string;
+  readonly workQueueStream: string;
+  readonly commandsStream: string;
+  readonly deadLetterStream: string;
+  readonly commandRepliesBucket: string;
+  budgetEventSubject(rootCapabilityId: string): string;
+  workEventSubject(workId: string): string;
+  readonly budgetEventsWildcard: string;
+  readonly workEventsWildcard: string;
+  readonly workQueueSubject: string;
+  commandSubject(service: CommandService, command: string): string;
+  commandWildcard(service: CommandService): string;
+  deadLetterSubject(source: string): string;
+  readonly deadLetterWildcard: string;
+}
+
+export type CommandService = 'budget' | 'work';
+
+const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Subject tokens must not contain NATS wildcards or separators; ids are checked here. */
+export function assertSubjectToken(value: string, what: string): string {
+  if (!TOKEN.test(value)) {
+    throw new Error(`${what} must match ${TOKEN.source} to be used as a subject token, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function tallyNames(namespace = 'tally'): TallyNames {
+  assertSubjectToken(namespace, 'namespace');
+  const upper = namespace.toUpperCase().replace(/-/g, '_');
+  return {
+    namespace,
+    budgetEventsStream: `${upper}_BUDGET_EVENTS`,
+    workEventsStream: `${upper}_WORK_EVENTS`,
+    workQueueStream: `${upper}_WORK_QUEUE`,
+    commandsStream: `${upper}_COMMANDS`,
+    deadLetterStream: `${upper}_DLQ`,
+    commandRepliesBucket: `${upper}_COMMAND_REPLIES`,
+    budgetEventSubject: (id) => `${namespace}.budget.evt.${assertSubjectToken(id, 'rootCapabilityId')}`,
+    workEventSubject: (id) => `${namespace}.work.evt.${assertSubjectToken(id, 'workId')}`,
+    budgetEventsWildcard: `${namespace}.budget.evt.>`,
+    workEventsWildcard: `${namespace}.work.evt.>`,
+    workQueueSubject: `${namespace}.work.queue`,
+    commandSubject: (service, command) => `${namespace}.cmd.${service}.${assertSubjectToken(command, 'command')}`,
+    commandWildcard: (service) => `${namespace}.cmd.${service}.>`,
+    deadLetterSubject: (source) => `${namespace}.dlq.${assertSubjectToken(source, 'dead-letter source')}`,
+    deadLetterWildcard: `${namespace}.dlq.>`,
+  };
+}
+
+/** Header names Tally sets on NATS messages. */
+export const Headers = {
+  msgId: 'Nats-Msg-Id',
+  expectedLastSubjectSequence: 'Nats-Expected-Last-Subject-Sequence',
+  commandId: 'Tally-Command-Id',
+  replyTo: 'Tally-Reply-To',
+  eventType: 'Tally-Event-Type',
+  traceparent: 'traceparent',
+} as const;

@@ -1,0 +1,2 @@
+export * from './event-store.port.js';
+export * from './decide-and-append.js';

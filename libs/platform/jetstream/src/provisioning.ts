@@ -1,0 +1,144 @@
+// Streams and consumers are created from code with every limit set explicitly.
+// Start-up is idempotent; a stream that exists with a conflicting configuration is
+// refused with a message naming each conflicting setting, never silently "fixed".
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiError,
+  ReplayPolicy,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+
+const NS_PER_MS = 1_000_000;
+const STREAM_NOT_FOUND = 10059;
+const CONSUMER_NOT_FOUND = 10014;
+
+export interface StreamSpec {
+  readonly name: string;
+  readonly subjects: readonly string[];
+  readonly retention: 'limits' | 'workqueue';
+  readonly storage: 'file' | 'memory';
+  readonly replicas: number;
+  readonly duplicateWindowMs: number;
+  readonly maxAgeMs: number;
+  readonly maxBytes: number;
+  readonly maxMsgSizeBytes: number;
+  readonly denyDelete: boolean;
+  readonly denyPurge: boolean;
+}
+
+export interface ConsumerSpec {
+  readonly stream: string;
+  readonly durable: string;
+  readonly filterSubject: string;
+  readonly ackWaitMs: number;
+  readonly deliveriesMax: number;
+  readonly ackPendingMax: number;
+  /** Where a new consumer starts; ignored once it exists. */
+  readonly startSequence?: number;
+}
+
+export class StreamConfigConflict extends Error {
+  override readonly name = 'StreamConfigConflict';
+  constructor(
+    readonly stream: string,
+    readonly conflicts: readonly string[],
+  ) {
+    super(
+      `stream ${stream} exists with a conflicting configuration: ${conflicts.join('; ')}. ` +
+        `Tally refuses to change it in place; fix the stream (or the config) and restart.`,
+    );
+  }
+}
+
+export function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {
+  return {
+    name: spec.name,
+    subjects: [...spec.subjects],
+    retention: spec.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
+    storage: spec.storage === 'file' ? StorageType.File : StorageType.Memory,
+    num_replicas: spec.replicas,
+    duplicate_window: spec.duplicateWindowMs * NS_PER_MS,
+    max_age: spec.maxAgeMs * NS_PER_MS,
+    max_bytes: spec.maxBytes,
+    max_msg_size: spec.maxMsgSizeBytes,
+    max_msgs: -1,
+    max_msgs_per_subject: -1,
+    discard: DiscardPolicy.Old,
+    deny_delete: spec.denyDelete,
+    deny_purge: spec.denyPurge,
+    allow_direct: true,
+  };
+}
+
+/** Compares the settings Tally owns; returns one line per difference. */
+export function streamConflicts(spec: StreamSpec, actual: StreamConfig): string[] {
+  const wanted = toStreamConfig(spec);
+  const conflicts: string[] = [];
+  const keys = ['retention', 'storage', 'num_replicas', 'duplicate_window', 'max_age', 'max_bytes', 'max_msg_size', 'discard', 'deny_delete', 'deny_purge'] as const;
+  for (const key of keys) {
+    if (wanted[key] !== actual[key]) conflicts.push(`${key} is ${String(actual[key])}, expected ${String(wanted[key])}`);
+  }
+  const actualSubjects = [...(actual.subjects ?? [])].sort().join(',');
+  const wantedSubjects = [...spec.subjects].sort().join(',');
+  if (actualSubjects !== wantedSubjects) conflicts.push(`subjects are [${actualSubjects}], expected [${wantedSubjects}]`);
+  return conflicts;
+}
+
+export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<'created' | 'verified'> {
+  try {
+    const info = await jsm.streams.info(spec.name);
+    const conflicts = streamConflicts(spec, info.config);
+    if (conflicts.length > 0) throw new StreamConfigConflict(spec.name, conflicts);
+    return 'verified';
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError) || error.code !== STREAM_NOT_FOUND) throw error;
+  }
+  await jsm.streams.add(toStreamConfig(spec));
+  return 'created';
+}
+
+export function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {
+  const start =
+    spec.startSequence && spec.startSequence > 1
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSequence }
+      : { deliver_policy: DeliverPolicy.All };
+  return {
+    durable_name: spec.durable,
+    filter_subject: spec.filterSubject,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: spec.ackWaitMs * NS_PER_MS,
+    max_deliver: spec.deliveriesMax,
+    max_ack_pending: spec.ackPendingMax,
+    replay_policy: ReplayPolicy.Instant,
+    ...start,
+  };
+}
+
+/** Creates the durable consumer, or updates its limits when it exists with the same filter. */
+export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<'created' | 'updated'> {
+  const config = toConsumerConfig(spec);
+  try {
+    const info = await jsm.consumers.info(spec.stream, spec.durable);
+    if (info.config.filter_subject !== spec.filterSubject) {
+      throw new Error(
+        `consumer ${spec.durable} on ${spec.stream} filters ${String(info.config.filter_subject)}, expected ${spec.filterSubject}; delete it or fix the config`,
+      );
+    }
+    await jsm.consumers.update(spec.stream, spec.durable, {
+      ack_wait: config.ack_wait!,
+      max_deliver: config.max_deliver!,
+      max_ack_pending: config.max_ack_pending!,
+    });
+    return 'updated';
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError) || error.code !== CONSUMER_NOT_FOUND) throw error;
+  }
+  await jsm.consumers.add(spec.stream, config);
+  return 'created';
+}

@@ -1,0 +1,87 @@
+// Real nats-server processes for tests: either the one already listening on NATS_URL,
+// or a private one on a free port with a temp store (needed for restart tests).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = tcpConnect({ port, host: '127.0.0.1' }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
+}
+
+/** A nats-server this test owns: it can be stopped and started again on the same port and store. */
+export class PrivateNatsServer {
+  private process: ChildProcess | undefined;
+  private constructor(
+    readonly port: number,
+    readonly storeDir: string,
+  ) {}
+
+  static async start(): Promise<PrivateNatsServer> {
+    const server = new PrivateNatsServer(await freePort(), mkdtempSync(join(tmpdir(), 'tally-nats-')));
+    await server.restart();
+    return server;
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async restart(): Promise<void> {
+    if (this.process) await this.stop();
+    const binary = process.env['NATS_SERVER_BIN'] ?? 'nats-server';
+    this.process = spawn(binary, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], { stdio: 'ignore' });
+    await waitForPort(this.port, 10_000);
+  }
+
+  /** Stops the server. SIGKILL models a crash; SIGTERM a clean shutdown. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.process;
+    this.process = undefined;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    rmSync(this.storeDir, { recursive: true, force: true });
+  }
+}
+
+/** The shared NATS URL for tests that do not need to restart the server. */
+export function sharedNatsUrl(): string {
+  return process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
+}
+
+/** A unique namespace per test, so streams never collide on a shared server. */
+export function uniqueNamespace(prefix: string): string {
+  return `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`.replace(/[^A-Za-z0-9_-]/g, '');
+}

@@ -1,0 +1,39 @@
+// Node ESM loader hooks that run Tally's TypeScript sources directly.
+// Why a loader instead of a build step: the apps, CLI, tests and benchmarks all run
+// the same sources with decorator metadata (which Nest's DI needs), and the
+// workspace aliases (@tally/*) resolve from tsconfig.base.json, the one source of truth.
+import { readFileSync, existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname, resolve as resolvePath } from 'node:path';
+import { transformSync } from '@swc/core';
+
+const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
+const paths = JSON.parse(readFileSync(resolvePath(root, 'tsconfig.base.json'), 'utf8')).compilerOptions.paths;
+const aliases = new Map(Object.entries(paths).map(([name, [target]]) => [name, pathToFileURL(resolvePath(root, target)).href]));
+
+export async function resolve(specifier, context, nextResolve) {
+  const alias = aliases.get(specifier);
+  if (alias) return { url: alias, shortCircuit: true };
+  const parent = context.parentURL;
+  if (parent && parent.endsWith('.ts') && specifier.startsWith('.') && specifier.endsWith('.js')) {
+    const candidate = new URL(specifier.slice(0, -3) + '.ts', parent);
+    if (existsSync(fileURLToPath(candidate))) return { url: candidate.href, shortCircuit: true };
+  }
+  return nextResolve(specifier, context);
+}
+
+export async function load(url, context, nextLoad) {
+  if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context);
+  const filename = fileURLToPath(url);
+  const { code } = transformSync(readFileSync(filename, 'utf8'), {
+    filename,
+    sourceMaps: 'inline',
+    jsc: {
+      target: 'es2022',
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+    },
+    module: { type: 'es6' },
+  });
+  return { format: 'module', source: code, shortCircuit: true };
+}
