@@ -1,0 +1,121 @@
+// `tally up`: the local stack. Uses the NATS at NATS_URL, or starts a private
+// nats-server with JetStream and a store under .tally/ when nothing answers; then runs
+// both services and prints where their APIs are. Ctrl-C stops what it started, only.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { resolve } from 'node:path';
+
+const INSTALL_NATS =
+  'nats-server is not on PATH and nothing answers at NATS_URL. Install it and run again:\n' +
+  '  Debian/Ubuntu:  sudo apt-get install nats-server\n' +
+  '  macOS:          brew install nats-server\n' +
+  'or set NATS_URL to a NATS server started with JetStream (-js).';
+
+export interface UpOptions {
+  readonly root: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly readyTimeoutMs: number;
+}
+
+export async function up(options: UpOptions): Promise<number> {
+  const env = { ...options.env };
+  env['NATS_URL'] ??= 'nats://127.0.0.1:4222';
+  const started: { name: string; child: ChildProcess }[] = [];
+  const stopAll = () => stopChildren(started);
+  process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
+  process.once('SIGTERM', () => void stopAll().then(() => process.exit(0)));
+
+  const nats = new URL(env['NATS_URL']);
+  const natsPort = Number(nats.port || 4222);
+  if (!(await answers(nats.hostname, natsPort))) {
+    if (!onPath('nats-server')) {
+      process.stderr.write(`\n${INSTALL_NATS}\n\n`);
+      return 1;
+    }
+    const store = resolve(options.root, '.tally/nats');
+    mkdirSync(store, { recursive: true });
+    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', store], { stdio: 'ignore' });
+    started.push({ name: 'nats-server', child });
+    if (!(await waitFor(() => answers('127.0.0.1', natsPort), 10_000))) {
+      process.stderr.write(`\nnats-server did not start on port ${natsPort}.\n\n`);
+      await stopAll();
+      return 1;
+    }
+    console.log(`tally up: started nats-server with JetStream on ${env['NATS_URL']} (store .tally/nats)`);
+  } else {
+    console.log(`tally up: using the NATS server at ${env['NATS_URL']}`);
+  }
+
+  const services = [
+    { name: 'budget-authority', main: 'apps/budget-authority/src/main.ts', port: Number(env['AUTHORITY_HTTP_PORT'] ?? 7401) },
+    { name: 'agent-orchestrator', main: 'apps/agent-orchestrator/src/main.ts', port: Number(env['ORCHESTRATOR_HTTP_PORT'] ?? 7402) },
+  ];
+  for (const service of services) {
+    const child = spawn(process.execPath, ['--import', './tools/register.mjs', service.main], { cwd: options.root, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    started.push({ name: service.name, child });
+    child.once('exit', (code) => {
+      if (code !== null && code !== 0) {
+        process.stderr.write(`\ntally up: ${service.name} exited with code ${code}; stopping the stack.\n`);
+        void stopAll().then(() => process.exit(code));
+      }
+    });
+  }
+  for (const service of services) {
+    const ready = await waitFor(() => httpOk(`http://127.0.0.1:${service.port}/readyz`), options.readyTimeoutMs);
+    if (!ready) {
+      process.stderr.write(`\ntally up: ${service.name} was not ready within ${options.readyTimeoutMs} ms; stopping.\n`);
+      await stopAll();
+      return 1;
+    }
+  }
+  console.log('\nTally is up.');
+  for (const s of services) console.log(`  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`);
+  console.log('Press Ctrl-C to stop everything this command started.\n');
+  await new Promise(() => undefined);
+  return 0;
+}
+
+function onPath(binary: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0;
+}
+
+function answers(host: string, port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    socket.setTimeout(1_000, () => (socket.destroy(), done(false)));
+    socket.once('connect', () => (socket.destroy(), done(true)));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+async function stopChildren(started: { name: string; child: ChildProcess }[]): Promise<void> {
+  // Services first, then the nats-server they depend on.
+  for (const { child } of [...started].reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    await new Promise<void>((done) => {
+      const timer = setTimeout(() => (child.kill('SIGKILL'), done()), 10_000);
+      child.once('exit', () => (clearTimeout(timer), done()));
+      child.kill('SIGTERM');
+    });
+  }
+  started.length = 0;
+}

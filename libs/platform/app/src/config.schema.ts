@@ -1,0 +1,106 @@
+// The typed configuration of both services. Every limit is here with its unit in its
+// name; defaults exist only so the local embedded stack runs with no file at all.
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+
+export class NatsConfig {
+  @Matches(/^(nats|tls):\/\/[^\s]+$/, { message: 'url must look like nats://host:port' }) url = 'nats://127.0.0.1:4222';
+  @Matches(/^[A-Za-z0-9_-]{1,32}$/) namespace = 'tally';
+  @IsInt() @Min(100) @Max(60_000) connect_timeout_ms = 5_000;
+  @IsInt() @Min(10) @Max(60_000) reconnect_time_wait_ms = 250;
+  @IsInt() @Min(100) @Max(60_000) publish_timeout_ms = 5_000;
+  /** The operator asserts the servers run with sync_interval: always (nats-server ≥ 2.10.23). */
+  @IsBoolean() assume_sync_always = false;
+}
+
+export class StreamLimitsConfig {
+  @IsIn(['file', 'memory']) storage: 'file' | 'memory' = 'file';
+  @IsInt() @Min(1) @Max(5) replicas = 1;
+  @IsInt() @Min(1_000) @Max(86_400_000) duplicate_window_ms = 120_000;
+  /** 0 keeps events forever: the event streams are the ledger. */
+  @IsInt() @Min(0) max_age_ms = 0;
+  @IsInt() @Min(1_048_576) max_bytes = 10 * 1024 * 1024 * 1024;
+  @IsInt() @Min(1_024) @Max(8_388_608) max_msg_size_bytes = 1_048_576;
+}
+
+export class ConsumerLimitsConfig {
+  @IsInt() @Min(1_000) @Max(600_000) ack_wait_ms = 30_000;
+  @IsInt() @Min(1) @Max(100) deliveries_max = 10;
+  @IsInt() @Min(1) @Max(100_000) ack_pending_max = 1_024;
+  @IsInt() @Min(1) @Max(1_000) fetch_batch = 64;
+  @IsInt() @Min(100) @Max(60_000) working_interval_ms = 5_000;
+  @IsInt() @Min(1) @Max(300_000) nak_delay_max_ms = 30_000;
+}
+
+export class DatabaseConfig {
+  /** PostgreSQL when set; otherwise SQLite at sqlite_path. */
+  @IsOptional() @IsString() @Matches(/^postgres(ql)?:\/\//, { message: 'url must be a postgres:// URL' }) url?: string;
+  @IsString() sqlite_path = '.tally/tally.sqlite';
+}
+
+export class AuthorityConfig {
+  @IsInt() @Min(1) @Max(65_535) http_port = 7401;
+  @IsInt() @Min(1_000) @Max(86_400_000) hold_ttl_ms = 600_000;
+  @IsInt() @Min(100) @Max(3_600_000) expiry_interval_ms = 5_000;
+  @IsInt() @Min(100) @Max(3_600_000) reconcile_interval_ms = 10_000;
+  @IsInt() @Min(1) @Max(10_000) sweep_batch_max = 256;
+  @IsInt() @Min(1) @Max(1_000) append_attempts_max = 32;
+  @IsInt() @Min(1) @Max(3_600) nonce_ttl_seconds = 30;
+  @IsBoolean() require_execution_nonce = false;
+  /** Ed25519 seed (base64url, 32 bytes); when absent the local stack generates and persists one. */
+  @IsOptional() @IsString() signing_key?: string;
+  @IsString() signing_key_path = '.tally/authority-signing-key';
+  @IsIn(['reversible_hold', 'prepaid_final']) payment_mode: 'reversible_hold' | 'prepaid_final' = 'reversible_hold';
+}
+
+export class ModelPrice {
+  @IsInt() @Min(0) input_per_mtok_units!: number;
+  @IsInt() @Min(0) output_per_mtok_units!: number;
+  @Matches(/^[A-Z]{3}$/) currency!: string;
+}
+
+export class ProviderConfig {
+  @Matches(/^[A-Za-z0-9_.-]{1,64}$/) name!: string;
+  @IsIn(['openai', 'anthropic']) kind!: 'openai' | 'anthropic';
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }) base_url!: string;
+  @Matches(/^[A-Z_][A-Z0-9_]{0,127}$/) api_key_env!: string;
+  @IsObject() models!: Record<string, ModelPrice>;
+}
+
+export class OrchestratorConfig {
+  @IsInt() @Min(1) @Max(65_535) http_port = 7402;
+  @IsInt() @Min(1) @Max(10_000) worker_concurrency = 256;
+  @IsInt() @Min(0) @Max(20) max_retries = 2;
+  @IsInt() @Min(0) @Max(20) run_retry_attempts = 0;
+  @IsInt() @Min(1) @Max(1_000_000) max_tokens = 1_024;
+  @IsInt() @Min(100) @Max(3_600_000) timeout_ms = 120_000;
+  @IsInt() @Min(1) @Max(600_000) retry_base_backoff_ms = 250;
+  @IsInt() @Min(1) @Max(600_000) retry_max_backoff_ms = 30_000;
+  @IsInt() @Min(100) @Max(120_000) budget_timeout_ms = 5_000;
+  @IsBoolean() run_workers = true;
+}
+
+export class TallyConfig {
+  @ValidateNested() @Type(() => NatsConfig) nats = new NatsConfig();
+  @ValidateNested() @Type(() => StreamLimitsConfig) streams = new StreamLimitsConfig();
+  @ValidateNested() @Type(() => ConsumerLimitsConfig) consumers = new ConsumerLimitsConfig();
+  @ValidateNested() @Type(() => DatabaseConfig) database = new DatabaseConfig();
+  @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
+  @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
+  @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] = [];
+  @IsIn(['debug', 'info', 'warn', 'error']) log_level: 'debug' | 'info' | 'warn' | 'error' = 'info';
+}

@@ -1,0 +1,95 @@
+// HTTP errors as application/problem+json (RFC 9457) with an `errors` list naming each
+// bad field. Rejected input is also handed to a sink, which the apps point at the
+// dead-letter stream, so bad requests are visible to operators and never lost.
+import { ArgumentsHost, Catch, HttpException, HttpStatus, ValidationPipe, type ExceptionFilter } from '@nestjs/common';
+import { flattenValidationErrors, type FieldError } from '@tally/contracts';
+
+export class ProblemException extends HttpException {
+  constructor(
+    status: number,
+    readonly problemType: string,
+    readonly title: string,
+    readonly errors: readonly FieldError[] = [],
+    readonly detail?: string,
+  ) {
+    super(title, status);
+  }
+}
+
+export function problemValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    transform: true,
+    exceptionFactory: (errors) => new ProblemException(400, 'validation', 'The request is invalid', flattenValidationErrors(errors)),
+  });
+}
+
+export interface RejectedRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly body: unknown;
+  readonly status: number;
+  readonly errors: readonly FieldError[];
+}
+
+export type RejectionSink = (rejected: RejectedRequest) => Promise<void>;
+
+interface HttpRequestLike {
+  method: string;
+  originalUrl?: string;
+  url: string;
+  body?: unknown;
+}
+interface HttpResponseLike {
+  status(code: number): HttpResponseLike;
+  type(mime: string): HttpResponseLike;
+  send(body: string): void;
+}
+
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  constructor(
+    private readonly sink?: RejectionSink,
+    private readonly onUnexpected?: (error: unknown) => void,
+  ) {}
+
+  async catch(exception: unknown, host: ArgumentsHost) {
+    const http = host.switchToHttp();
+    const req = http.getRequest<HttpRequestLike>();
+    const res = http.getResponse<HttpResponseLike>();
+    const problem = toProblem(exception);
+    if (problem.status >= 500) this.onUnexpected?.(exception);
+    if (problem.status === 400 && this.sink) {
+      const rejected = { method: req.method, path: req.originalUrl ?? req.url, body: req.body, status: problem.status, errors: problem.errors };
+      await this.sink(rejected).catch((error: unknown) => this.onUnexpected?.(error));
+    }
+    res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
+  }
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  errors: readonly FieldError[];
+}
+
+export function toProblem(exception: unknown): Problem {
+  if (exception instanceof ProblemException) {
+    const p: Problem = { type: exception.problemType, title: exception.title, status: exception.getStatus(), errors: exception.errors };
+    if (exception.detail) p.detail = exception.detail;
+    return p;
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const type = status === 404 ? 'not_found' : status === 400 ? 'bad_request' : status === 409 ? 'conflict' : 'http_error';
+    const body = exception.getResponse();
+    const message = typeof body === 'object' && body && 'message' in body ? String((body as { message: unknown }).message) : exception.message;
+    // Body parser failures (malformed JSON) arrive as plain 400s: name the body as the field.
+    const errors = status === 400 ? [{ field: '$', message }] : [];
+    return { type, title: exception.message, status, errors };
+  }
+  return { type: 'internal', title: 'Internal error', status: HttpStatus.INTERNAL_SERVER_ERROR, errors: [] };
+}

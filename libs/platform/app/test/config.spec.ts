@@ -1,0 +1,82 @@
+// Proves configuration is typed and validated at boot, naming each bad setting and its source.
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../src/config.loader.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tally-config-'));
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const contractExample = {
+  providers: [
+    {
+      name: 'scripted',
+      kind: 'openai',
+      base_url: 'http://127.0.0.1:9100/v1',
+      api_key_env: 'SCRIPTED_API_KEY',
+      models: { 'ok-model': { input_per_mtok_units: 1000000, output_per_mtok_units: 2000000, currency: 'USD' } },
+    },
+  ],
+};
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return [...error.problems];
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('defaults run the local embedded stack with no file at all', () => {
+    const config = loadConfig({});
+    expect(config.nats.url).toBe('nats://127.0.0.1:4222');
+    expect(config.database.url).toBeUndefined();
+    expect(config.authority.http_port).toBe(7401);
+    expect(config.orchestrator.http_port).toBe(7402);
+  });
+
+  it('the http-api.md provider example loads as it stands, from JSON and from YAML', () => {
+    const json = loadConfig({ TALLY_CONFIG: file('example.json', JSON.stringify(contractExample)) });
+    expect(json.providers[0]!.models['ok-model']!.output_per_mtok_units).toBe(2000000);
+    const yaml = loadConfig({
+      TALLY_CONFIG: file(
+        'example.yaml',
+        'providers:\n  - name: scripted\n    kind: anthropic\n    base_url: http://127.0.0.1:9100/v1\n    api_key_env: SCRIPTED_API_KEY\n    models:\n      m: { input_per_mtok_units: 1, output_per_mtok_units: 2, currency: EUR }\n',
+      ),
+    });
+    expect(yaml.providers[0]!.kind).toBe('anthropic');
+  });
+
+  it('environment variables override the file, and a bad value names the setting and the variable', () => {
+    const config = loadConfig({ TALLY_CONFIG: file('p.json', '{"authority":{"http_port":9000}}'), AUTHORITY_HTTP_PORT: '9001' });
+    expect(config.authority.http_port).toBe(9001);
+    const problems = problemsOf(() => loadConfig({ AUTHORITY_HTTP_PORT: 'seventy' }));
+    expect(problems.join('\n')).toMatch(/authority\.http_port: .*\(from AUTHORITY_HTTP_PORT\)/);
+  });
+
+  it('an unknown setting, a bad price and a bad NATS URL are all reported at once', () => {
+    const bad = { nats: { url: 'http://x' }, authority: { hold_ttl_msec: 5 }, providers: [{ ...contractExample.providers[0], models: { m: { input_per_mtok_units: -1, output_per_mtok_units: 1, currency: 'usd' } } }] };
+    const problems = problemsOf(() => loadConfig({ TALLY_CONFIG: file('bad.json', JSON.stringify(bad)) })).join('\n');
+    expect(problems).toMatch(/nats\.url: url must look like nats:\/\/host:port/);
+    expect(problems).toMatch(/authority\.hold_ttl_msec: property hold_ttl_msec should not exist/);
+    expect(problems).toMatch(/providers\.0\.models\.m\.input_per_mtok_units/);
+    expect(problems).toMatch(/providers\.0\.models\.m\.currency/);
+  });
+
+  it('an unreadable or malformed file is named in the error', () => {
+    expect(problemsOf(() => loadConfig({ TALLY_CONFIG: join(dir, 'missing.yaml') })).join()).toMatch(/cannot read .*missing\.yaml: ENOENT/);
+    expect(problemsOf(() => loadConfig({ TALLY_CONFIG: file('broken.json', '{"nats":') })).join()).toMatch(/is not valid JSON/);
+  });
+
+  it('TALLY__SECTION__KEY overrides any setting', () => {
+    expect(loadConfig({ TALLY__CONSUMERS__ACK_WAIT_MS: '45000' }).consumers.ack_wait_ms).toBe(45000);
+  });
+});
