@@ -90,17 +90,25 @@ export function streamConflicts(spec: StreamSpec, actual: StreamConfig): string[
   return conflicts;
 }
 
-export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<'created' | 'verified'> {
+/** Reads the stream's configuration: undefined when it does not exist, else one line per conflict. */
+export async function inspectStream(jsm: JetStreamManager, spec: StreamSpec): Promise<string[] | undefined> {
   try {
     const info = await jsm.streams.info(spec.name);
-    const conflicts = streamConflicts(spec, info.config);
-    if (conflicts.length > 0) throw new StreamConfigConflict(spec.name, conflicts);
-    return 'verified';
+    return streamConflicts(spec, info.config);
   } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== STREAM_NOT_FOUND) throw error;
+    if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return undefined;
+    throw error;
   }
-  await jsm.streams.add(toStreamConfig(spec));
-  return 'created';
+}
+
+export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<'created' | 'verified'> {
+  const conflicts = await inspectStream(jsm, spec);
+  if (conflicts === undefined) {
+    await jsm.streams.add(toStreamConfig(spec));
+    return 'created';
+  }
+  if (conflicts.length > 0) throw new StreamConfigConflict(spec.name, conflicts);
+  return 'verified';
 }
 
 export function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {

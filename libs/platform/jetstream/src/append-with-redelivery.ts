@@ -1,0 +1,101 @@
+// Resolving an append whose outcome is unknown (timeout, lost connection, server
+// restart) by republishing the SAME events with the SAME expected sequence.
+//
+// Why that is safe: within the stream's duplicate window the server answers a
+// republished event id with the original ack (duplicate=true), and it checks the
+// message id before the expected sequence. After the window, the expected sequence
+// still protects us: if the event had landed the subject moved on, so the republish
+// fails with a conflict, and a read of the subject then tells whether our ids are there.
+import type { EventMessage } from '@tally/contracts';
+import { AppendOutcomeUnknown, ConcurrencyConflict, type AppendResult, type EventStore } from '@tally/eventing';
+
+export interface RedeliveryOptions {
+  /** Total attempts, the first included. */
+  readonly attemptsMax: number;
+  /** Pause before the second attempt; it doubles per attempt up to retryDelayMaxMs. */
+  readonly retryDelayMs: number;
+  readonly retryDelayMaxMs: number;
+}
+
+type NewEvent = Omit<EventMessage, 'schemaVersion'>;
+
+/**
+ * Appends like EventStore.append, but rides out AppendOutcomeUnknown. It still throws
+ * ConcurrencyConflict when another writer got there first (the caller decides again),
+ * and AppendOutcomeUnknown once attemptsMax is spent.
+ */
+export async function appendWithRedelivery(
+  store: EventStore,
+  subject: string,
+  events: readonly NewEvent[],
+  expectedSequence: number,
+  options: RedeliveryOptions,
+): Promise<AppendResult> {
+  if (!(options.attemptsMax >= 1)) throw new Error('attemptsMax must be at least 1');
+  let lastError: unknown;
+  let outcomeUnknown = false;
+  for (let attempt = 1; attempt <= options.attemptsMax; attempt++) {
+    if (attempt > 1) await delay(Math.min(options.retryDelayMaxMs, options.retryDelayMs * 2 ** (attempt - 2)));
+    try {
+      return await store.append(subject, events, expectedSequence);
+    } catch (error) {
+      lastError = error;
+      if (error instanceof ConcurrencyConflict && !outcomeUnknown) throw error;
+      if (!(error instanceof ConcurrencyConflict) && !(error instanceof AppendOutcomeUnknown)) throw error;
+      if (error instanceof AppendOutcomeUnknown) {
+        outcomeUnknown = true;
+        continue;
+      }
+    }
+    // A conflict after an unknown outcome: perhaps it was our own earlier attempt.
+    try {
+      const resolved = await resolveFromStream(store, subject, events, expectedSequence);
+      if (resolved) return resolved;
+      throw lastError;
+    } catch (error) {
+      if (!(error instanceof AppendOutcomeUnknown)) throw error;
+      // The read or the completing append did not get through either; try again.
+      lastError = error;
+    }
+  }
+  throw lastError instanceof AppendOutcomeUnknown
+    ? lastError
+    : new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), lastError);
+}
+
+/**
+ * Reads the subject after expectedSequence and looks for our event ids. Appends chain
+ * on each other, so what landed is always a prefix of `events`; the rest is appended
+ * after it. Returns undefined when none of ours landed (a genuine conflict).
+ */
+async function resolveFromStream(store: EventStore, subject: string, events: readonly NewEvent[], expectedSequence: number): Promise<AppendResult | undefined> {
+  let loaded;
+  try {
+    loaded = await store.load(subject, expectedSequence);
+  } catch (error) {
+    throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
+  }
+  const stored = new Map(loaded.events.map((e) => [e.event.eventId, e.sequence]));
+  const sequences: number[] = [];
+  for (const event of events) {
+    const sequence = stored.get(event.eventId);
+    if (sequence === undefined) break;
+    sequences.push(sequence);
+  }
+  for (const event of events.slice(sequences.length)) {
+    if (stored.has(event.eventId)) throw new Error(`event ${event.eventId} on ${subject} landed without the events before it`);
+  }
+  if (sequences.length === 0) return undefined;
+  const duplicates = sequences.map(() => true);
+  if (sequences.length === events.length) return { sequences, duplicates, lastSequence: sequences[sequences.length - 1]! };
+  const rest = await store.append(subject, events.slice(sequences.length), sequences[sequences.length - 1]!);
+  return {
+    sequences: [...sequences, ...rest.sequences],
+    duplicates: [...duplicates, ...rest.duplicates],
+    lastSequence: rest.lastSequence,
+  };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
