@@ -6,3 +6,4 @@ export type {
   Settlement,
   Usage,
 } from './provider-gateway.types.js';
+export type { ModelPrice, ProviderKind, ProviderSettings } from './provider-config.types.js';
