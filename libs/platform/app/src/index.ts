@@ -4,3 +4,4 @@ export * from './json-logger.js';
 export * from './health.js';
 export * from './problem.js';
 export * from './boot.js';
+export * from './nats-runtime.js';
