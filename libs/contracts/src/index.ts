@@ -2,3 +2,5 @@ export * from './names.js';
 export * from './validation.js';
 export * from './envelope.js';
 export * from './money.js';
+export * from './work.dto.js';
+export * from './budget.dto.js';

@@ -1,0 +1,93 @@
+// Wire DTOs of the budget-authority: the Admit and Settle commands (over JetStream, and
+// their HTTP twins) and capability issuance. Money fields accept a JSON number up to
+// 2^53-1 or a decimal string above it.
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  Min,
+  ValidateBy,
+  ValidateNested,
+  type ValidationOptions,
+} from 'class-validator';
+import { moneyFromWire } from './money.js';
+
+export type WireMoney = number | string;
+
+/** Non-negative integer minor units, as a safe JSON number or a decimal string. */
+export function IsMoney(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isMoney',
+      validator: {
+        validate: (value: unknown) => {
+          const amount = moneyFromWire(value);
+          return amount !== undefined && amount >= 0n;
+        },
+        defaultMessage: (args) => `${args?.property} must be a non-negative integer number of minor units (number ≤ 2^53-1 or decimal string)`,
+      },
+    },
+    options,
+  );
+}
+
+export class AdmitContextDto {
+  @IsIn(['standalone', 'session']) kind!: 'standalone' | 'session';
+  @IsOptional() @IsString() @Length(1, 128) session_id?: string;
+  @IsOptional() @IsString() @Length(1, 128) work_id?: string;
+}
+
+export class AdmitCommandDto {
+  @IsString() @Length(1, 256) request_id!: string;
+  @IsString() @Length(1, 16_384) token!: string;
+  @IsString() @Length(1, 128) server_id!: string;
+  @IsString() @Length(1, 128) tool_name!: string;
+  @IsOptional() @IsObject() parameters?: Record<string, unknown>;
+  @IsOptional() @Matches(/^[0-9a-f]{64}$/) parameters_hash?: string;
+  @IsOptional() @IsMoney() requested_cost?: WireMoney;
+  @IsOptional() @IsString() @Length(1, 16_384) execution_nonce?: string;
+  @IsOptional() @ValidateNested() @Type(() => AdmitContextDto) context?: AdmitContextDto;
+}
+
+export const SETTLE_KINDS = ['completed', 'failed_after_dispatch', 'elicitation_required', 'not_dispatched'] as const;
+export const FAILURE_KINDS = ['cancellation', 'deadline', 'incomplete', 'generic', 'tool_not_registered'] as const;
+
+export class SettleOutcomeDto {
+  @IsIn(SETTLE_KINDS as unknown as string[]) kind!: (typeof SETTLE_KINDS)[number];
+  @IsOptional() @IsMoney() cost_units?: WireMoney;
+  @IsOptional() @Matches(/^[A-Z]{3}$/) currency?: string;
+  @IsOptional() @IsIn(FAILURE_KINDS as unknown as string[]) failure?: (typeof FAILURE_KINDS)[number];
+  @IsOptional() @IsString() @Length(0, 4_096) message?: string;
+  @IsOptional() @IsString() @Length(0, 1_024) reason?: string;
+}
+
+export class SettleCommandDto {
+  @IsString() @Length(1, 1_024) hold_id!: string;
+  @ValidateNested() @Type(() => SettleOutcomeDto) outcome!: SettleOutcomeDto;
+}
+
+export class GrantDto {
+  @IsString() @Length(1, 128) server_id!: string;
+  @IsString() @Length(1, 128) tool_name!: string;
+  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) max_invocations?: number;
+  @IsOptional() @IsMoney() max_cost_per_invocation?: WireMoney;
+  @IsOptional() @IsMoney() max_total_cost_units?: WireMoney;
+  @IsOptional() @Matches(/^[A-Z]{3}$/) currency?: string;
+}
+
+export class IssueCapabilityDto {
+  @Matches(/^[A-Za-z0-9_-]{43}$/, { message: 'subject_public_key must be the base64url (unpadded) raw 32-byte Ed25519 public key' })
+  subject_public_key!: string;
+  @IsInt() @Min(1) @Max(31_536_000) ttl_seconds!: number;
+  @ArrayMinSize(1) @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => GrantDto) grants!: GrantDto[];
+  @IsOptional() @IsString() @Length(1, 256) parent_id?: string;
+  @IsOptional() @IsMoney() budget_share_units?: WireMoney;
+}
