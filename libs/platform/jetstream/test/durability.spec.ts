@@ -1,0 +1,54 @@
+// Proves the durability report tells the truth about what an ack guarantees: on the
+// real (2.9) server, and for the version and configuration rules on their own.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
+import { formatDurabilityReport, readDurabilityReport, versionAtLeast } from '../src/durability.js';
+import { provisionTallyStreams } from '../src/streams.js';
+import { natsFixture, testStreamLimits, type NatsFixture } from './fixtures.js';
+
+describe('durability report', () => {
+  let f: NatsFixture;
+  beforeAll(async () => {
+    f = await natsFixture(sharedNatsUrl(), uniqueNamespace('dur'));
+    await provisionTallyStreams(f.jsm, f.names, testStreamLimits);
+  });
+  afterAll(async () => f.dispose());
+
+  it('states the server version, each stream\'s replicas, and acks_backed_by_fsync=false on a pre-2.10.23 server', async () => {
+    const version = f.nc.info!.version;
+    const streams = [f.names.budgetEventsStream, f.names.workEventsStream];
+    const report = await readDurabilityReport(f.nc, f.jsm, streams, { assumeSyncAlways: false });
+    expect(report.server_version).toBe(version);
+    expect(report.jetstream_enabled).toBe(true);
+    expect(report.streams).toEqual([
+      { name: f.names.budgetEventsStream, replicas: 1, storage: 'file' },
+      { name: f.names.workEventsStream, replicas: 1, storage: 'file' },
+    ]);
+    expect(report.acks_backed_by_fsync).toBe(false);
+    // Even the operator's word cannot make a pre-2.10.23 server (this 2.9) fsync before it acks.
+    const declared = await readDurabilityReport(f.nc, f.jsm, streams, { assumeSyncAlways: true });
+    const fsyncCapable = versionAtLeast(version, '2.10.23');
+    expect(declared.acks_backed_by_fsync).toBe(fsyncCapable);
+    expect(declared.warnings.some((w) => w.includes('acknowledges before fsync'))).toBe(!fsyncCapable);
+    expect(report.warnings.some((w) => w.includes(`stream ${f.names.budgetEventsStream} has 1 replica(s)`))).toBe(true);
+  });
+
+  it('a missing stream is reported as a warning, not silently skipped', async () => {
+    const report = await readDurabilityReport(f.nc, f.jsm, ['NO_SUCH_STREAM_' + f.names.namespace.toUpperCase()], { assumeSyncAlways: false });
+    expect(report.streams).toEqual([]);
+    expect(report.warnings.some((w) => w.includes('does not exist'))).toBe(true);
+  });
+
+  it('acks count as fsync-backed only on >= 2.10.23 with sync_interval: always declared, and R3 file streams raise no warning', () => {
+    const base = { serverName: 'n1', jetstreamEnabled: true, streams: [{ name: 'S', replicas: 3, storage: 'file' }] };
+    const good = formatDurabilityReport({ ...base, serverVersion: '2.10.23', assumeSyncAlways: true });
+    expect(good.acks_backed_by_fsync).toBe(true);
+    expect(good.warnings).toEqual([]);
+    expect(formatDurabilityReport({ ...base, serverVersion: '2.10.22', assumeSyncAlways: true }).acks_backed_by_fsync).toBe(false);
+    const undeclared = formatDurabilityReport({ ...base, serverVersion: '2.11.4', assumeSyncAlways: false });
+    expect(undeclared.acks_backed_by_fsync).toBe(false);
+    expect(undeclared.warnings).toEqual([expect.stringContaining('sync_interval: always')]);
+    const memory = formatDurabilityReport({ ...base, serverVersion: '2.12.0', assumeSyncAlways: true, streams: [{ name: 'M', replicas: 1, storage: 'memory' }] });
+    expect(memory.warnings).toHaveLength(2);
+  });
+});
