@@ -1,1 +1,2 @@
 export * from './nats-server.js';
+export * from './service-process.js';
