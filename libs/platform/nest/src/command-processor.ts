@@ -56,7 +56,10 @@ export class CommandProcessor {
         msg.ack();
         return;
       }
-      await this.settle(delivery, await this.run(delivery));
+      // The spare delivery: the last attempt crashed before it could settle; give up without rerunning it.
+      const spare = msg.info.deliveryCount > this.deps.options.consumer.deliveriesMax;
+      const outcome: Outcome = spare ? { kind: 'retry', detail: 'the last attempt did not finish' } : await this.run(delivery);
+      await this.settle(delivery, outcome);
     } catch (error) {
       // The cache, the dead-letter stream or the connection failed: nothing was acked,
       // so a later delivery (here or in another replica) finishes the job.

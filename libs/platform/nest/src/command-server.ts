@@ -45,7 +45,7 @@ export class JetStreamCommandServer extends Server<Record<string, never>, Comman
     const jsm = await jetstreamManager(nc);
     await ensureStream(jsm, o.commandsStream);
     await ensureStream(jsm, o.deadLetterStream);
-    const cache = await ReplyCache.ensure(js, jsm, o.replyCache);
+    const cache = await ReplyCache.ensure(js, o.names, o.replyCache);
     const durable = durableNameFor(o.service);
     const c = o.consumer;
     await ensureConsumer(jsm, {
@@ -53,7 +53,7 @@ export class JetStreamCommandServer extends Server<Record<string, never>, Comman
       durable,
       filterSubject: o.names.commandWildcard(o.service),
       ackWaitMs: c.ackWaitMs,
-      deliveriesMax: c.deliveriesMax,
+      deliveriesMax: c.deliveriesMax + 1,
       ackPendingMax: c.ackPendingMax,
     });
     await this.logDurability(nc, jsm);

@@ -3,13 +3,16 @@
 // is named here and checked at start-up.
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { CommandService, TallyNames } from '@tally/contracts';
-import type { NatsConnectionOptions, StreamSpec } from '@tally/platform-jetstream';
-import type { ReplyCacheSpec } from './reply-cache.js';
+import type { NatsConnectionOptions, ReplyBucketLimits, StreamSpec } from '@tally/platform-jetstream';
 
 export interface CommandConsumerLimits {
   /** Redelivery timer; long handlers keep it alive with in-progress acks. */
   readonly ackWaitMs: number;
-  /** Deliveries before a failing command is dead-lettered. */
+  /**
+   * Handler attempts before a failing command is dead-lettered. The consumer allows one
+   * spare delivery, so a command whose last attempt crashed is still dead-lettered
+   * (without running the handler again) instead of sitting in the stream forever.
+   */
   readonly deliveriesMax: number;
   /** Unacked commands across all replicas of the service. */
   readonly ackPendingMax: number;
@@ -39,7 +42,8 @@ export interface JetStreamCommandServerOptions {
   /** The shared commands stream; must be named names.commandsStream and use workqueue retention. */
   readonly commandsStream: StreamSpec;
   readonly deadLetterStream: StreamSpec;
-  readonly replyCache: ReplyCacheSpec;
+  /** The reply cache (KV names.commandRepliesBucket); ttlMs at least the commands duplicate window. */
+  readonly replyCache: ReplyBucketLimits;
   readonly consumer: CommandConsumerLimits;
   readonly retry: CommandRetryLimits;
   /** Bound on each KV put, dead-letter publish and reply flush. */
@@ -67,7 +71,6 @@ export function commandServerOptionProblems(o: JetStreamCommandServerOptions): s
   if (o.commandsStream.name !== o.names.commandsStream) problems.push(`commandsStream.name must be ${o.names.commandsStream}`);
   if (o.commandsStream.retention !== 'workqueue') problems.push('commandsStream.retention must be workqueue: an acked command is done');
   if (o.deadLetterStream.name !== o.names.deadLetterStream) problems.push(`deadLetterStream.name must be ${o.names.deadLetterStream}`);
-  if (o.replyCache.bucket !== o.names.commandRepliesBucket) problems.push(`replyCache.bucket must be ${o.names.commandRepliesBucket}`);
   if (o.replyCache.ttlMs < o.commandsStream.duplicateWindowMs) {
     problems.push('replyCache.ttlMs must be at least commandsStream.duplicateWindowMs: a deduplicated re-send finds its answer only in the cache');
   }
