@@ -1,2 +1,3 @@
 export * from './nats-server.js';
 export * from './service-process.js';
+export * from './scripted-provider.js';
