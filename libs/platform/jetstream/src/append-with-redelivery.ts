@@ -31,9 +31,37 @@ export async function appendWithRedelivery(
   expectedSequence: number,
   options: RedeliveryOptions,
 ): Promise<AppendResult> {
+  return append(store, subject, events, expectedSequence, options, false);
+}
+
+/**
+ * For a caller that already got AppendOutcomeUnknown from a plain append (for example
+ * out of decideAndAppend): republishes the same events with the same expected
+ * sequence, and reads the subject when that conflicts. Returns the events' sequences
+ * (duplicates=true for those that had landed), or throws ConcurrencyConflict when
+ * none of them had and another writer moved the aggregate on.
+ */
+export async function republishAfterUnknown(
+  store: EventStore,
+  subject: string,
+  events: readonly NewEvent[],
+  expectedSequence: number,
+  options: RedeliveryOptions,
+): Promise<AppendResult> {
+  return append(store, subject, events, expectedSequence, options, true);
+}
+
+async function append(
+  store: EventStore,
+  subject: string,
+  events: readonly NewEvent[],
+  expectedSequence: number,
+  options: RedeliveryOptions,
+  startUnknown: boolean,
+): Promise<AppendResult> {
   if (!(options.attemptsMax >= 1)) throw new Error('attemptsMax must be at least 1');
   let lastError: unknown;
-  let outcomeUnknown = false;
+  let outcomeUnknown = startUnknown;
   for (let attempt = 1; attempt <= options.attemptsMax; attempt++) {
     if (attempt > 1) await delay(Math.min(options.retryDelayMaxMs, options.retryDelayMs * 2 ** (attempt - 2)));
     try {

@@ -42,12 +42,12 @@ export interface StoreFixture {
   dispose(): Promise<void>;
 }
 
-export async function storeFixture(url: string, namespace: string): Promise<StoreFixture> {
+export async function storeFixture(url: string, namespace: string, overrides: Partial<StreamSpec> = {}): Promise<StoreFixture> {
   const nc = await connectNats({ url, name: `test-${namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const names = tallyNames(namespace);
-  await ensureStream(jsm, eventStreamSpec(names.workEventsStream, [names.workEventsWildcard]));
+  await ensureStream(jsm, { ...eventStreamSpec(names.workEventsStream, [names.workEventsWildcard]), ...overrides });
   const store = new JetStreamEventStore(js, jsm, {
     stream: names.workEventsStream,
     registry: counterRegistry(),
