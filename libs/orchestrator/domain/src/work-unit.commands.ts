@@ -1,0 +1,85 @@
+// Commands a work unit accepts. Each carries its own id (from which event ids derive, so a
+// re-sent command dedupes in the stream) and the time it was issued: the domain reads no clock.
+import type { FailureCode, ModelPrice } from './work-unit.events.js';
+import type { ChatMessage, FailureDomain, Purpose, RouteLeg, Settlement, Usage, WorkLimitsInput } from './work-unit.types.js';
+
+interface CommandMeta {
+  /** Unique per issued command; the same id means the same command re-sent. */
+  readonly command_id: string;
+  /** RFC 3339 time, from the caller's clock. */
+  readonly at: string;
+}
+
+export interface SubmitWork extends CommandMeta {
+  readonly type: 'SubmitWork';
+  readonly work_id: string;
+  readonly session_id: string;
+  readonly purpose: Purpose;
+  readonly token: string;
+  readonly route: readonly RouteLeg[];
+  readonly messages: readonly ChatMessage[];
+  readonly limits?: WorkLimitsInput;
+}
+
+export interface RequestAbort extends CommandMeta {
+  readonly type: 'RequestAbort';
+  readonly reason: string;
+}
+
+/** Settles an attempt that a lost worker started and never settled. */
+export interface SettleOrphanedAttempt extends CommandMeta {
+  readonly type: 'SettleOrphanedAttempt';
+  readonly ordinal: number;
+}
+
+/** Starts the planned attempt; rejected unless `ordinal` is exactly the one the plan allows. */
+export interface StartAttempt extends CommandMeta {
+  readonly type: 'StartAttempt';
+  readonly ordinal: number;
+  /** The same jitter the worker planned with, so decide recomputes the same backoff. */
+  readonly jitter: number;
+  readonly hold_id: string;
+  readonly hold_cost_units: bigint;
+  readonly price: ModelPrice;
+}
+
+/** A provider's classified answer to one attempt, as the gateway reports it. */
+export interface AttemptOutcome {
+  readonly domain: FailureDomain;
+  readonly settlement: Settlement;
+  readonly latency_ms: number;
+  readonly usage?: Usage;
+  readonly error?: string;
+  readonly output?: string;
+  readonly partial_output?: string;
+  readonly retry_after_ms?: number;
+  readonly http_status?: number;
+}
+
+export interface SettleAttempt extends CommandMeta {
+  readonly type: 'SettleAttempt';
+  readonly ordinal: number;
+  readonly outcome: AttemptOutcome;
+}
+
+/** Records that the budget authority settled the attempt's hold as the plan said. */
+export interface RecordHoldSettled extends CommandMeta {
+  readonly type: 'RecordHoldSettled';
+  readonly ordinal: number;
+  readonly hold_id: string;
+}
+
+/** Ends the unit as its plan says: completed, aborted or failed. */
+export interface ConcludeWork extends CommandMeta {
+  readonly type: 'ConcludeWork';
+}
+
+/** A planned attempt that may not be dispatched: the authority denied it or the model has no price. */
+export interface RefuseAttempt extends CommandMeta {
+  readonly type: 'RefuseAttempt';
+  readonly ordinal: number;
+  readonly code: Extract<FailureCode, 'admission_denied' | 'unpriced_model'>;
+  readonly error: string;
+}
+
+export type WorkCommand = SubmitWork | RequestAbort | SettleOrphanedAttempt | StartAttempt | SettleAttempt | RecordHoldSettled | ConcludeWork | RefuseAttempt;

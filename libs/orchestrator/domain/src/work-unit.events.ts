@@ -1,0 +1,152 @@
+// The facts of a work unit, appended to one subject per unit. Each event carries the
+// time it was decided (`at`) so that a fold over the events alone rebuilds everything,
+// receipts and session logs included, without reading envelope metadata.
+import type { AttemptReason, ChatMessage, FailureDomain, Purpose, RouteLeg, Settlement, Usage, WorkLimits } from './work-unit.types.js';
+
+/** Prices are recorded on the attempt so a replay rates it with the price it was admitted at. */
+export interface ModelPrice {
+  readonly input_per_mtok_units: number;
+  readonly output_per_mtok_units: number;
+  readonly currency: string;
+}
+
+export interface WorkSubmitted {
+  readonly type: 'WorkSubmitted';
+  readonly work_id: string;
+  readonly session_id: string;
+  readonly purpose: Purpose;
+  readonly token: string;
+  readonly route: readonly RouteLeg[];
+  readonly messages: readonly ChatMessage[];
+  readonly limits: WorkLimits;
+  readonly at: string;
+}
+
+export interface AbortRequested {
+  readonly type: 'AbortRequested';
+  readonly work_id: string;
+  readonly reason: string;
+  readonly at: string;
+}
+
+export interface AttemptStarted {
+  readonly type: 'AttemptStarted';
+  readonly work_id: string;
+  /** 0-based, like the reference suite's receipts: the second attempt has ordinal 1. */
+  readonly ordinal: number;
+  readonly reason: AttemptReason;
+  readonly leg_index: number;
+  readonly provider: string;
+  readonly model: string;
+  /** 0 for the first pass over the ladder, n for the n-th endurance round. */
+  readonly round: number;
+  /** The admission's hold: every attempt is admitted before it is started. */
+  readonly hold_id: string;
+  /** Worst-case cost the hold was requested for, in minor units, as a decimal string. */
+  readonly hold_cost_units: string;
+  readonly price: ModelPrice;
+  /** The wait that preceded this attempt, for the audit of backoff and retry-after. */
+  readonly backoff_ms: number;
+  readonly at: string;
+}
+
+export interface AttemptSettled {
+  readonly type: 'AttemptSettled';
+  readonly work_id: string;
+  readonly ordinal: number;
+  readonly domain: FailureDomain;
+  readonly settlement: Settlement;
+  readonly latency_ms: number;
+  readonly usage?: Usage;
+  readonly error?: string;
+  /** The reply, present exactly when the provider delivered a complete one. */
+  readonly output?: string;
+  readonly partial_output?: string;
+  readonly retry_after_ms?: number;
+  /** The provider's HTTP status when it answered; it separates auth (401/403) from rate limits. */
+  readonly http_status?: number;
+  readonly at: string;
+}
+
+/** An attempt started but never settled: found on redelivery, it counts against the ceiling. */
+export interface AttemptSettledUnknown {
+  readonly type: 'AttemptSettledUnknown';
+  readonly work_id: string;
+  readonly ordinal: number;
+  readonly latency_ms: number;
+  readonly error: string;
+  readonly at: string;
+}
+
+export const HOLD_OUTCOMES = ['completed', 'failed_after_dispatch', 'not_dispatched'] as const;
+export type HoldOutcomeKind = (typeof HOLD_OUTCOMES)[number];
+
+/** The budget authority settled the attempt's hold; the unit does not move on until it has. */
+export interface HoldSettled {
+  readonly type: 'HoldSettled';
+  readonly work_id: string;
+  readonly ordinal: number;
+  readonly hold_id: string;
+  readonly outcome: HoldOutcomeKind;
+  /** Realized cost in minor units (decimal string), present for `completed`. */
+  readonly cost_units?: string;
+  readonly at: string;
+}
+
+export interface WorkCompleted {
+  readonly type: 'WorkCompleted';
+  readonly work_id: string;
+  readonly winning_attempt: number;
+  readonly output: string;
+  readonly at: string;
+}
+
+export const FAILURE_CODES = ['dispatch_ceiling', 'retries_exhausted', 'not_retryable', 'admission_denied', 'unpriced_model', 'invalid_work'] as const;
+export type FailureCode = (typeof FAILURE_CODES)[number];
+
+export interface WorkFailed {
+  readonly type: 'WorkFailed';
+  readonly work_id: string;
+  readonly code: FailureCode;
+  readonly error: string;
+  readonly at: string;
+}
+
+export interface WorkAborted {
+  readonly type: 'WorkAborted';
+  readonly work_id: string;
+  readonly reason: string;
+  readonly partial_output?: string;
+  readonly at: string;
+}
+
+export type WorkEvent =
+  | WorkSubmitted
+  | AbortRequested
+  | AttemptStarted
+  | AttemptSettled
+  | AttemptSettledUnknown
+  | HoldSettled
+  | WorkCompleted
+  | WorkFailed
+  | WorkAborted;
+
+export type WorkEventType = WorkEvent['type'];
+
+export const WORK_EVENT_TYPES: readonly WorkEventType[] = [
+  'WorkSubmitted',
+  'AbortRequested',
+  'AttemptStarted',
+  'AttemptSettled',
+  'AttemptSettledUnknown',
+  'HoldSettled',
+  'WorkCompleted',
+  'WorkFailed',
+  'WorkAborted',
+];
+
+/** An event as decide returns it: the id is derived from the command id, so a re-sent command dedupes. */
+export interface DecidedEvent {
+  readonly event_id: string;
+  readonly event: WorkEvent;
+}
