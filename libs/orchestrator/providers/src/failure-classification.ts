@@ -72,6 +72,8 @@ export function parseRetryAfterMs(value: string | undefined, nowMs: number): num
   const trimmed = value.trim();
   if (trimmed === '') return undefined;
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed) * 1000);
+  // Every HTTP date format names the month, and Date.parse alone would read "-5" as a year.
+  if (!/[A-Za-z]{3}/.test(trimmed)) return undefined;
   const dateMs = Date.parse(trimmed);
   if (Number.isNaN(dateMs)) return undefined;
   return Math.max(0, dateMs - nowMs);
