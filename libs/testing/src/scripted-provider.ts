@@ -3,6 +3,7 @@
 // /v1/messages, and follows a script per model: statuses, chunks, resets, hangs, bad JSON.
 // Every request is recorded, so `calls(model)` is the number of paid calls a test made.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -61,10 +62,15 @@ export class ScriptedProvider {
   private readonly fixed = new Map<string, ScriptedStep>();
   private defaultStep: ScriptedStep = { kind: 'stream', chunks: ['ok'] };
   private readonly seen: ScriptedRequest[] = [];
+  private inFlight = 0;
+  private inFlightPeak = 0;
   /** Cancels pending latencies and chunk delays when the server stops. */
   private readonly stopping = new AbortController();
 
-  private constructor(private readonly server: Server) {}
+  private constructor(private readonly server: Server) {
+    // Every pending latency or chunk delay listens on this signal; a benchmark has 1,000+.
+    setMaxListeners(0, this.stopping.signal);
+  }
 
   static async start(): Promise<ScriptedProvider> {
     const server = createServer();
@@ -112,6 +118,11 @@ export class ScriptedProvider {
     return this.seen;
   }
 
+  /** Most requests ever open at once; a client-side connection cap shows up here. */
+  get peakInFlight(): number {
+    return this.inFlightPeak;
+  }
+
   async stop(): Promise<void> {
     this.stopping.abort();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -120,6 +131,9 @@ export class ScriptedProvider {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.inFlight++;
+    this.inFlightPeak = Math.max(this.inFlightPeak, this.inFlight);
+    res.once('close', () => this.inFlight--);
     try {
       const api = ROUTES[(req.url ?? '').split('?')[0] ?? ''];
       const body = await readJson(req);
@@ -172,11 +186,12 @@ export class ScriptedProvider {
     const withHeartbeats = step.heartbeat ? events.flatMap((e) => [`: ping${eol}${eol}`, e]) : events;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     if (step.fragmentBytes) await this.writeFragments(res, withHeartbeats.join(''), step.fragmentBytes);
+    else if (!step.chunkDelayMs) res.write(withHeartbeats.join('')); // One write keeps benchmarks cheap.
     else {
       for (const event of withHeartbeats) {
         if (res.destroyed) return;
         res.write(event);
-        await sleep(step.chunkDelayMs ?? 0, undefined, { signal: this.stopping.signal });
+        await sleep(step.chunkDelayMs, undefined, { signal: this.stopping.signal });
       }
     }
     if (end === 'hang') return;

@@ -26,7 +26,7 @@ export interface GatewayOptions {
  */
 export const DEFAULT_GATEWAY_OPTIONS: Omit<GatewayOptions, 'env'> = {
   attempt: { idleTimeoutMs: 60_000, errorBodyMaxBytes: 8_192, sseEventMaxChars: 1_048_576, outputMaxChars: 4_194_304 },
-  connections: { socketsPerOriginMax: 2_048, socketsTotalMax: 4_096, freeSocketsPerOriginMax: 256, freeSocketTimeoutMs: 4_000 },
+  connections: { socketsPerOriginMax: 2_048, socketsTotalMax: 4_096, freeSocketsPerOriginMax: 1_024, freeSocketTimeoutMs: 4_000 },
   breaker: { failureThreshold: 5, coolDownMs: 30_000, halfOpenProbesMax: 1 },
 };
 
