@@ -1,0 +1,217 @@
+// The dispatch worker: works one unit until it ends. Each loop reloads the unit, plans the
+// next step in the domain, and commits that step as an event conditioned on the sequence
+// it loaded, so a redelivered or racing worker re-plans instead of running an ordinal
+// twice or dispatching past the ceiling. Every paid call is admitted first and settled after.
+import { planNext, worstCaseCostUnits, type AttemptOutcome, type DispatchStep, type NextStep, type WorkCommand, type WorkUnitState } from '@tally/orchestrator-domain';
+import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
+import type { BudgetPort, Clock, IdSource, JitterSource, PriceTable, ProviderGateway, Sleep } from './ports.js';
+import type { AppendOutcome, WorkUnitRepository, WorkUnitView } from './work-unit.repository.js';
+
+export interface DispatchWorkerOptions {
+  /** Bound on plan-and-act iterations in one `process` call; one attempt takes about four. */
+  readonly stepsMax: number;
+  /** How often the unit is checked for an abort (or another writer) during a dispatch or a backoff. */
+  readonly abortPollMs: number;
+  /** Bound on reload-and-retry when recording an attempt's outcome meets a concurrent append. */
+  readonly conflictRetriesMax: number;
+}
+
+export interface DispatchWorkerDeps {
+  readonly repository: WorkUnitRepository;
+  readonly gateway: ProviderGateway;
+  readonly budget: BudgetPort;
+  readonly prices: PriceTable;
+  readonly clock: Clock;
+  readonly jitter: JitterSource;
+  readonly sleep: Sleep;
+  readonly newId: IdSource;
+  readonly options: DispatchWorkerOptions;
+}
+
+export interface ProcessOptions {
+  /** The caller cancels this unit: the dispatch in flight is aborted and the work ends Aborted. */
+  readonly signal?: AbortSignal;
+  /** Called while long steps run, so the queue message's ack deadline can be extended. */
+  readonly onProgress?: () => void;
+}
+
+export type ProcessResult =
+  | { readonly kind: 'ended'; readonly work_id: string; readonly status: 'completed' | 'failed' | 'aborted'; readonly output?: string; readonly error?: string }
+  | { readonly kind: 'not_found'; readonly work_id: string }
+  /** Another worker owns the unit right now; retry the message later (nak with delay). */
+  | { readonly kind: 'superseded'; readonly work_id: string; readonly reason: string };
+
+type StepResult = { readonly kind: 'continue' } | { readonly kind: 'superseded'; readonly reason: string };
+const CONTINUE: StepResult = { kind: 'continue' };
+
+/** Command ids derived from (work, ordinal) make admit and settle idempotent across workers and redeliveries. */
+export const budgetCommandIds = (workId: string, ordinal: number) => ({
+  request_id: `${workId}:attempt:${ordinal}`,
+  admit: `${workId}:attempt:${ordinal}:admit`,
+  settle: `${workId}:attempt:${ordinal}:settle`,
+});
+
+export class DispatchWorker {
+  constructor(private readonly deps: DispatchWorkerDeps) {
+    if (!(deps.options.stepsMax >= 1 && deps.options.abortPollMs >= 1 && deps.options.conflictRetriesMax >= 1)) throw new Error('DispatchWorker options must all be >= 1');
+  }
+
+  async process(workId: string, options: ProcessOptions = {}): Promise<ProcessResult> {
+    for (let step = 0; step < this.deps.options.stepsMax; step++) {
+      const view = await this.deps.repository.load(workId);
+      const jitter = this.deps.jitter();
+      const plan = planNext(view.state, jitter);
+      options.onProgress?.();
+      if (plan.kind === 'idle') return resultOf(workId, view.state);
+      if (options.signal?.aborted && !view.state.abort) {
+        await this.apply(workId, view, { type: 'RequestAbort', reason: 'aborted by caller' });
+        continue;
+      }
+      const result = await this.act(workId, view, plan, jitter, options);
+      if (result.kind === 'superseded') return { kind: 'superseded', work_id: workId, reason: result.reason };
+    }
+    throw new Error(`work ${workId} did not end within stepsMax=${this.deps.options.stepsMax} steps`);
+  }
+
+  private async act(workId: string, view: WorkUnitView, plan: Exclude<NextStep, { kind: 'idle' }>, jitter: number, options: ProcessOptions): Promise<StepResult> {
+    switch (plan.kind) {
+      case 'settle_orphan':
+        // Found on redelivery: the worker that started it is gone. It may have been billed, so it counts.
+        await this.apply(workId, view, { type: 'SettleOrphanedAttempt', ordinal: plan.ordinal });
+        return CONTINUE;
+      case 'settle_hold': {
+        const attempt = view.state.attempts[plan.ordinal];
+        if (!attempt) throw new Error(`work ${workId}: hold step for missing attempt ${plan.ordinal}`);
+        await this.deps.budget.settle({ command_id: budgetCommandIds(workId, plan.ordinal).settle, hold_id: plan.hold_id, outcome: settleOutcomeOf(attempt, plan) });
+        await this.apply(workId, view, { type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
+        return CONTINUE;
+      }
+      case 'complete':
+      case 'abort':
+      case 'fail':
+        await this.apply(workId, view, { type: 'ConcludeWork' });
+        return CONTINUE;
+      case 'dispatch':
+        return this.dispatchAttempt(workId, view, plan, jitter, options);
+    }
+  }
+
+  private async dispatchAttempt(workId: string, view: WorkUnitView, plan: DispatchStep, jitter: number, options: ProcessOptions): Promise<StepResult> {
+    const work = requireWork(view.state);
+    const { provider, model } = plan.leg;
+    const price = this.deps.prices.priceOf(provider, model);
+    if (!price) {
+      const error = `model ${model} of provider ${provider} has no price: refused, never dispatched without a hold`;
+      await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error });
+      return CONTINUE;
+    }
+    if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
+    const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens);
+    const ids = budgetCommandIds(workId, plan.ordinal);
+    const context = { kind: 'work_unit', work_id: workId, session_id: work.session_id, purpose: work.purpose, ordinal: plan.ordinal } as const;
+    const admission = await this.deps.budget.admit({ command_id: ids.admit, request_id: ids.request_id, token: work.token, server_id: provider, tool_name: model, requested_cost_units: cost, context });
+    if (admission.verdict !== 'allow' || !admission.hold_id) {
+      const why = admission.verdict === 'allow' ? 'allowed without a hold id, which cannot be settled' : (admission.reason ?? 'no reason given');
+      await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'admission_denied', error: `admission denied by the budget authority: ${why}` });
+      return CONTINUE;
+    }
+    const started = await this.apply(workId, view, { type: 'StartAttempt', ordinal: plan.ordinal, jitter, hold_id: admission.hold_id, hold_cost_units: cost, price });
+    if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id);
+    const outcome = await this.callProvider(workId, started.view, plan, options);
+    const recorded = await this.deps.repository.execute(workId, this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome }), this.deps.options.conflictRetriesMax);
+    if (recorded.kind === 'rejected') return { kind: 'superseded', reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}` };
+    return CONTINUE;
+  }
+
+  /**
+   * Our StartAttempt lost to a concurrent append. If another worker started this ordinal it
+   * owns the unit (and shares our hold, by the admit command id). If the unit moved on
+   * without it (an abort), the hold we took will never be used and is released.
+   */
+  private async afterLostStart(workId: string, ordinal: number, holdId: string): Promise<StepResult> {
+    const fresh = await this.deps.repository.load(workId);
+    if (fresh.state.attempts.length > ordinal) return { kind: 'superseded', reason: `attempt ${ordinal} was started by another worker` };
+    const plan = planNext(fresh.state, 0);
+    if (plan.kind !== 'dispatch' || plan.ordinal !== ordinal) {
+      await this.deps.budget.settle({ command_id: budgetCommandIds(workId, ordinal).settle, hold_id: holdId, outcome: { kind: 'not_dispatched', reason: 'the work unit moved on before this attempt was started' } });
+    }
+    return CONTINUE;
+  }
+
+  private async callProvider(workId: string, view: WorkUnitView, plan: DispatchStep, options: ProcessOptions): Promise<AttemptOutcome> {
+    const work = requireWork(view.state);
+    const abort = new AbortController();
+    const stopWatching = new AbortController();
+    const onCallerAbort = () => abort.abort();
+    options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    if (options.signal?.aborted) abort.abort();
+    const watching = this.watchForAbort(workId, view.lastSequence, stopWatching.signal, () => abort.abort(), options.onProgress);
+    const startedMs = this.deps.clock.nowMs();
+    try {
+      const request = { provider: plan.leg.provider, model: plan.leg.model, messages: work.messages.map((m) => ({ role: m.role, content: m.content })), max_tokens: work.limits.max_tokens, timeout_ms: work.limits.timeout_ms };
+      return attemptOutcomeOf(await this.deps.gateway.dispatch(request, abort.signal, options.onProgress));
+    } catch (error) {
+      return outcomeOfGatewayFault(error, this.deps.clock.nowMs() - startedMs);
+    } finally {
+      stopWatching.abort();
+      options.signal?.removeEventListener('abort', onCallerAbort);
+      await watching;
+    }
+  }
+
+  /** Polls the unit's subject while a call runs; an AbortRequested there aborts the call. */
+  private async watchForAbort(workId: string, afterSequence: number, stop: AbortSignal, onAbort: () => void, onProgress: (() => void) | undefined): Promise<void> {
+    while (!stop.aborted) {
+      await this.deps.sleep(this.deps.options.abortPollMs, stop);
+      if (stop.aborted) return;
+      onProgress?.();
+      try {
+        const fresh = await this.deps.repository.eventsAfter(workId, afterSequence);
+        if (fresh.some((e) => e.type === 'AbortRequested')) return onAbort();
+      } catch {
+        // A failed poll only delays noticing an abort: the next append is conditioned on the
+        // sequence and would conflict with it anyway, so the call is not failed for this.
+      }
+    }
+  }
+
+  /** Waits out the planned backoff. Returns true when the unit changed meanwhile and must be re-planned. */
+  private async waitBackoff(workId: string, view: WorkUnitView, plan: DispatchStep, options: ProcessOptions): Promise<boolean> {
+    if (plan.backoff_ms <= 0 || plan.wait_from === undefined) return false;
+    const until = Date.parse(plan.wait_from) + plan.backoff_ms;
+    const pollMs = this.deps.options.abortPollMs;
+    const slicesMax = Math.ceil(plan.backoff_ms / pollMs) + 1;
+    for (let slice = 0; slice < slicesMax; slice++) {
+      const remaining = until - this.deps.clock.nowMs();
+      if (remaining <= 0) return false;
+      await this.deps.sleep(Math.min(remaining, pollMs), options.signal);
+      options.onProgress?.();
+      if (options.signal?.aborted) return true;
+      if ((await this.deps.repository.eventsAfter(workId, view.lastSequence)).length > 0) return true;
+    }
+    return false;
+  }
+
+  private command(partial: DistributiveOmit<WorkCommand, 'command_id' | 'at'>): WorkCommand {
+    return { ...partial, command_id: this.deps.newId(), at: new Date(this.deps.clock.nowMs()).toISOString() } as WorkCommand;
+  }
+
+  /** Appends one decided step; a conflict or a rejection just means the loop reloads and re-plans. */
+  private apply(workId: string, view: WorkUnitView, partial: DistributiveOmit<WorkCommand, 'command_id' | 'at'>): Promise<AppendOutcome> {
+    return this.deps.repository.apply(workId, view, this.command(partial));
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+function requireWork(state: WorkUnitState): NonNullable<WorkUnitState['work']> {
+  if (!state.work) throw new Error('work unit has not been submitted');
+  return state.work;
+}
+
+function resultOf(workId: string, state: WorkUnitState): ProcessResult {
+  if (state.status === 'completed') return { kind: 'ended', work_id: workId, status: 'completed', ...(state.completion ? { output: state.completion.output } : {}) };
+  if (state.status === 'failed') return { kind: 'ended', work_id: workId, status: 'failed', ...(state.failure ? { error: state.failure.error } : {}) };
+  if (state.status === 'aborted') return { kind: 'ended', work_id: workId, status: 'aborted', ...(state.aborted ? { error: state.aborted.reason } : {}) };
+  return { kind: 'not_found', work_id: workId };
+}

@@ -1,0 +1,112 @@
+// The ports the orchestrator's use cases need. Adapters implement them in platform libs
+// and apps; the shapes are structural, so the provider registry and the budget client
+// satisfy them without this library importing either.
+import type { ModelPrice, Purpose } from '@tally/orchestrator-domain';
+
+export type { ModelPrice } from '@tally/orchestrator-domain';
+
+// ---- Provider gateway: one call is one paid dispatch attempt; retries are decided in the domain.
+
+export type GatewayFailureDomain = 'account' | 'provider' | 'model' | 'request' | 'network' | 'deadline' | 'unknown';
+export type GatewaySettlement = 'ok' | 'failed' | 'cancelled' | 'unknown';
+
+export interface DispatchRequest {
+  provider: string;
+  model: string;
+  messages: { role: string; content: string }[];
+  max_tokens: number;
+  timeout_ms: number;
+}
+
+export type DispatchOutcome =
+  | { kind: 'ok'; output: string; usage?: { input_tokens: number; output_tokens: number }; latency_ms: number }
+  | {
+      kind: 'error';
+      domain: GatewayFailureDomain;
+      settlement: GatewaySettlement;
+      error: string;
+      retry_after_ms?: number;
+      partial_output?: string;
+      latency_ms: number;
+      usage?: { input_tokens: number; output_tokens: number };
+      /** Optional: the provider's HTTP status. When absent it is read from an "HTTP nnn" error prefix. */
+      http_status?: number;
+    };
+
+export interface ProviderGateway {
+  /** Resolves with a classified outcome for every provider failure; rejects only on programmer errors. */
+  dispatch(req: DispatchRequest, signal: AbortSignal, onProgress?: () => void): Promise<DispatchOutcome>;
+}
+
+// ---- Budget authority: Admit before every paid dispatch, Settle after it (budget-authority spec).
+
+export interface AdmissionContext {
+  readonly kind: 'work_unit';
+  readonly work_id: string;
+  readonly session_id: string;
+  readonly purpose: Purpose;
+  readonly ordinal: number;
+}
+
+export interface AdmitRequest {
+  /** Stable across retries and redeliveries: repeating it returns the original answer. */
+  readonly command_id: string;
+  readonly request_id: string;
+  readonly token: string;
+  /** The provider's configured name, so grants can be written per provider. */
+  readonly server_id: string;
+  /** The model, so grants can be written per model. */
+  readonly tool_name: string;
+  /** The worst case: price × (estimated prompt tokens + max_tokens), in minor units. */
+  readonly requested_cost_units: bigint;
+  readonly context: AdmissionContext;
+}
+
+export interface AdmitDecision {
+  readonly verdict: 'allow' | 'deny';
+  readonly reason?: string;
+  readonly hold_id?: string;
+}
+
+export type FailedAfterDispatchKind = 'cancellation' | 'deadline' | 'incomplete' | 'generic';
+
+export type SettleOutcome =
+  | { readonly kind: 'completed'; readonly cost_units: bigint; readonly currency: string }
+  | { readonly kind: 'failed_after_dispatch'; readonly failure: FailedAfterDispatchKind }
+  | { readonly kind: 'not_dispatched'; readonly reason: string };
+
+export interface SettleRequest {
+  readonly command_id: string;
+  readonly hold_id: string;
+  readonly outcome: SettleOutcome;
+}
+
+export interface SettleResult {
+  /** The authority's receipt, opaque to the orchestrator. */
+  readonly receipt?: unknown;
+}
+
+export interface BudgetPort {
+  admit(request: AdmitRequest): Promise<AdmitDecision>;
+  settle(request: SettleRequest): Promise<SettleResult>;
+}
+
+// ---- Configuration and ambient services, injected so tests and replays control them.
+
+export interface PriceTable {
+  /** The configured price, or undefined: an unpriced model is refused, never dispatched. */
+  priceOf(provider: string, model: string): ModelPrice | undefined;
+}
+
+export interface Clock {
+  nowMs(): number;
+}
+
+/** A uniform value in [0, 1) for backoff jitter. */
+export type JitterSource = () => number;
+
+/** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** A fresh unique id, used for command ids (and so event ids). */
+export type IdSource = () => string;

@@ -1,0 +1,129 @@
+// Wire validation for work-unit events: one DTO per event type, registered with the
+// envelope registry the JetStream event store decodes with. The DTOs mirror the domain
+// event types field by field; unknown fields are refused by the registry.
+import { EventRegistry } from '@tally/contracts';
+import { ATTEMPT_REASONS, FAILURE_CODES, FAILURE_DOMAINS, HOLD_OUTCOMES, PURPOSES, SETTLEMENTS } from '@tally/orchestrator-domain';
+import { Type } from 'class-transformer';
+import { IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
+
+const DECIMAL = /^(0|[1-9][0-9]{0,30})$/;
+
+class RouteLegDto {
+  @IsString() @Length(1, 128) provider!: string;
+  @IsString() @Length(1, 256) model!: string;
+}
+
+class ChatMessageDto {
+  @IsString() @Length(1, 64) role!: string;
+  @IsString() content!: string;
+}
+
+class LimitsDto {
+  @IsInt() @Min(0) max_retries!: number;
+  @IsInt() @Min(0) run_retry_attempts!: number;
+  @IsInt() @Min(1) dispatch_ceiling!: number;
+  @IsInt() @Min(1) max_tokens!: number;
+  @IsInt() @Min(1) timeout_ms!: number;
+  @IsInt() @Min(0) retry_base_backoff_ms!: number;
+  @IsInt() @Min(0) run_retry_base_backoff_ms!: number;
+  @IsInt() @Min(0) max_backoff_ms!: number;
+  @IsInt() @Min(0) max_retry_after_ms!: number;
+}
+
+class PriceDto {
+  @IsInt() @Min(0) input_per_mtok_units!: number;
+  @IsInt() @Min(0) output_per_mtok_units!: number;
+  @IsString() @Length(1, 16) currency!: string;
+}
+
+class UsageDto {
+  @IsInt() @Min(0) input_tokens!: number;
+  @IsInt() @Min(0) output_tokens!: number;
+}
+
+class Base {
+  @IsString() @Length(1, 64) work_id!: string;
+  @IsISO8601({ strict: true }) at!: string;
+}
+
+export class WorkSubmittedDto extends Base {
+  @IsString() @Length(1, 256) session_id!: string;
+  @IsIn(PURPOSES) purpose!: string;
+  @IsString() @Length(1, 16_384) token!: string;
+  @IsArray() @ValidateNested({ each: true }) @Type(() => RouteLegDto) route!: RouteLegDto[];
+  @IsArray() @ValidateNested({ each: true }) @Type(() => ChatMessageDto) messages!: ChatMessageDto[];
+  @ValidateNested() @Type(() => LimitsDto) limits!: LimitsDto;
+}
+
+export class AbortRequestedDto extends Base {
+  @IsString() reason!: string;
+}
+
+export class AttemptStartedDto extends Base {
+  @IsInt() @Min(0) ordinal!: number;
+  @IsIn(ATTEMPT_REASONS) reason!: string;
+  @IsInt() @Min(0) leg_index!: number;
+  @IsString() @Length(1, 128) provider!: string;
+  @IsString() @Length(1, 256) model!: string;
+  @IsInt() @Min(0) round!: number;
+  @IsString() @Length(1, 512) hold_id!: string;
+  @Matches(DECIMAL) hold_cost_units!: string;
+  @ValidateNested() @Type(() => PriceDto) price!: PriceDto;
+  @IsInt() @Min(0) backoff_ms!: number;
+}
+
+export class AttemptSettledDto extends Base {
+  @IsInt() @Min(0) ordinal!: number;
+  @IsIn(FAILURE_DOMAINS) domain!: string;
+  @IsIn(SETTLEMENTS) settlement!: string;
+  @IsInt() @Min(0) latency_ms!: number;
+  @IsOptional() @ValidateNested() @Type(() => UsageDto) usage?: UsageDto;
+  @IsOptional() @IsString() error?: string;
+  @IsOptional() @IsString() output?: string;
+  @IsOptional() @IsString() partial_output?: string;
+  @IsOptional() @IsInt() @Min(0) retry_after_ms?: number;
+  @IsOptional() @IsInt() @Min(100) http_status?: number;
+}
+
+export class AttemptSettledUnknownDto extends Base {
+  @IsInt() @Min(0) ordinal!: number;
+  @IsInt() @Min(0) latency_ms!: number;
+  @IsString() error!: string;
+}
+
+export class HoldSettledDto extends Base {
+  @IsInt() @Min(0) ordinal!: number;
+  @IsString() @Length(1, 512) hold_id!: string;
+  @IsIn(HOLD_OUTCOMES) outcome!: string;
+  @IsOptional() @Matches(DECIMAL) cost_units?: string;
+}
+
+export class WorkCompletedDto extends Base {
+  @IsInt() @Min(0) winning_attempt!: number;
+  @IsString() output!: string;
+}
+
+export class WorkFailedDto extends Base {
+  @IsIn(FAILURE_CODES) code!: string;
+  @IsString() error!: string;
+}
+
+export class WorkAbortedDto extends Base {
+  @IsString() reason!: string;
+  @IsOptional() @IsString() partial_output?: string;
+}
+
+/** Every work-unit event type at its current schema version. */
+export function workEventRegistry(): EventRegistry {
+  return new EventRegistry([
+    { type: 'WorkSubmitted', version: 1, payload: WorkSubmittedDto },
+    { type: 'AbortRequested', version: 1, payload: AbortRequestedDto },
+    { type: 'AttemptStarted', version: 1, payload: AttemptStartedDto },
+    { type: 'AttemptSettled', version: 1, payload: AttemptSettledDto },
+    { type: 'AttemptSettledUnknown', version: 1, payload: AttemptSettledUnknownDto },
+    { type: 'HoldSettled', version: 1, payload: HoldSettledDto },
+    { type: 'WorkCompleted', version: 1, payload: WorkCompletedDto },
+    { type: 'WorkFailed', version: 1, payload: WorkFailedDto },
+    { type: 'WorkAborted', version: 1, payload: WorkAbortedDto },
+  ]);
+}
