@@ -70,7 +70,7 @@ export interface WorkFixture {
   provider: ScriptedProvider;
   gateway: ProviderRegistry;
   budget: InMemoryBudget;
-  worker(overrides?: Partial<{ gateway: ProviderGateway; prices: PriceTable; jitter: () => number; options: Partial<DispatchWorkerOptions> }>): DispatchWorker;
+  worker(overrides?: Partial<{ repository: WorkUnitRepository; gateway: ProviderGateway; prices: PriceTable; jitter: () => number; options: Partial<DispatchWorkerOptions> }>): DispatchWorker;
   submit(workId: string, overrides?: Partial<SubmitWorkInput>): Promise<void>;
   /** A second connection and store over the same stream, as another process would have. */
   reopen(): Promise<{ repository: WorkUnitRepository; units: WorkUnits; close(): Promise<void> }>;
@@ -132,7 +132,7 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
     budget,
     worker: (overrides = {}) =>
       new DispatchWorker({
-        repository,
+        repository: overrides.repository ?? repository,
         gateway: overrides.gateway ?? gateway,
         budget,
         prices: overrides.prices ?? gateway,
