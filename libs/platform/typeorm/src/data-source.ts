@@ -1,0 +1,115 @@
+// The projection database: PostgreSQL when a URL is configured, otherwise an embedded
+// SQLite file. Schema changes are always migrations (synchronize is off everywhere), so
+// the tables a test sees are the tables production gets.
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList } from 'typeorm';
+import { ProjectionCheckpoint } from './checkpoint.entity.js';
+import { CreateProjectionCheckpoint1767225600000 } from './migrations/1767225600000-create-projection-checkpoint.js';
+
+/** The embedded default: relative to the working directory, like the rest of `.tally/`. */
+export const DEFAULT_SQLITE_PATH = '.tally/projections.sqlite';
+export const MIGRATIONS_TABLE = 'tally_migrations';
+
+type EntityClass = abstract new (...args: never[]) => object;
+type MigrationClass = new () => object;
+
+export interface TallyDataSourceOptions {
+  /** PostgreSQL connection URL. When set, PostgreSQL is used; otherwise SQLite. */
+  readonly databaseUrl?: string | undefined;
+  /** PostgreSQL schema that holds every Tally table (isolation per install or per test). */
+  readonly schema?: string | undefined;
+  /** SQLite file; defaults to DEFAULT_SQLITE_PATH. Ignored when databaseUrl is set. */
+  readonly sqlitePath?: string | undefined;
+  /** Projection entities; the checkpoint entity is always added. */
+  readonly entities: readonly (EntityClass | EntitySchema)[];
+  /** Projection migrations; the checkpoint migration is always added first. */
+  readonly migrations: readonly MigrationClass[];
+  /** How long SQLite waits on a lock held by another process before SQLITE_BUSY. */
+  readonly sqliteBusyTimeoutMs: number;
+  readonly postgresPoolSize: number;
+  readonly postgresConnectTimeoutMs: number;
+  /** Server-side bound on any one statement, so a stuck query fails instead of hanging a batch. */
+  readonly postgresStatementTimeoutMs: number;
+  readonly logging?: boolean;
+}
+
+export type DatabaseKind = 'postgres' | 'sqlite';
+
+export function databaseKind(dataSource: DataSource): DatabaseKind {
+  return dataSource.options.type === 'postgres' ? 'postgres' : 'sqlite';
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function createTallyDataSource(options: TallyDataSourceOptions): DataSource {
+  const entities: MixedList<EntityClass | EntitySchema> = [ProjectionCheckpoint, ...options.entities];
+  const migrations: MixedList<MigrationClass> = [CreateProjectionCheckpoint1767225600000, ...options.migrations];
+  const common = {
+    entities: entities as DataSourceOptions['entities'],
+    migrations: migrations as DataSourceOptions['migrations'],
+    migrationsTableName: MIGRATIONS_TABLE,
+    // Each migration commits on its own, so a failure leaves the earlier ones applied and visible.
+    migrationsTransactionMode: 'each' as const,
+    synchronize: false,
+    migrationsRun: false,
+    logging: options.logging ?? false,
+  };
+  if (options.databaseUrl) {
+    const schema = options.schema ?? 'public';
+    if (!SCHEMA_NAME.test(schema)) throw new Error(`schema must match ${SCHEMA_NAME.source}, got ${JSON.stringify(schema)}`);
+    return new DataSource({
+      ...common,
+      type: 'postgres',
+      url: options.databaseUrl,
+      schema,
+      poolSize: options.postgresPoolSize,
+      connectTimeoutMS: options.postgresConnectTimeoutMs,
+      extra: { statement_timeout: options.postgresStatementTimeoutMs },
+    });
+  }
+  const path = resolve(options.sqlitePath ?? DEFAULT_SQLITE_PATH);
+  mkdirSync(dirname(path), { recursive: true });
+  return new DataSource({
+    ...common,
+    type: 'better-sqlite3',
+    database: path,
+    timeout: options.sqliteBusyTimeoutMs,
+    // WAL lets readers (the HTTP API, `tally verify`) run while the projector writes.
+    enableWAL: true,
+    prepareDatabase: (db: { defaultSafeIntegers(on: boolean): void; pragma(sql: string): unknown }) => {
+      // Integers come back as bigint, never as a silently rounded number (see integer-columns.ts).
+      db.defaultSafeIntegers(true);
+      // With WAL, NORMAL can lose the last commits on power loss but never tears one; rows and
+      // checkpoint commit together, so a lost commit is simply replayed from the stream.
+      db.pragma('synchronous = NORMAL');
+    },
+  });
+}
+
+/** Initializes the data source, creates the PostgreSQL schema if missing, and runs pending migrations. */
+export async function openDataSource(options: TallyDataSourceOptions): Promise<DataSource> {
+  const dataSource = createTallyDataSource(options);
+  await dataSource.initialize();
+  try {
+    if (databaseKind(dataSource) === 'postgres') {
+      await dataSource.query(`CREATE SCHEMA IF NOT EXISTS ${dataSource.driver.escape(postgresSchema(dataSource))}`);
+    }
+    await dataSource.runMigrations({ transaction: 'each' });
+  } catch (error) {
+    await dataSource.destroy();
+    throw error;
+  }
+  return dataSource;
+}
+
+export function postgresSchema(dataSource: DataSource): string {
+  const options = dataSource.options as { schema?: string };
+  return options.schema ?? 'public';
+}
+
+/** The table's name as SQL, schema-qualified on PostgreSQL, for the few raw statements. */
+export function qualifiedTable(dataSource: DataSource, table: string): string {
+  const escaped = dataSource.driver.escape(table);
+  return databaseKind(dataSource) === 'postgres' ? `${dataSource.driver.escape(postgresSchema(dataSource))}.${escaped}` : escaped;
+}

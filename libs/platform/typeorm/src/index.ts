@@ -1,0 +1,10 @@
+export * from './integer-columns.js';
+export * from './checkpoint.entity.js';
+export * from './migrations/1767225600000-create-projection-checkpoint.js';
+export * from './data-source.js';
+export * from './checkpoint-store.js';
+export type { Projection } from './projection.js';
+export * from './event-batches.js';
+export * from './projection-runner.js';
+export * from './bulk-write.js';
+export * from './digest.js';

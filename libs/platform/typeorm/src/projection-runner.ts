@@ -1,0 +1,217 @@
+// Runs one projection: reads its stream from checkpoint + 1 with an ordered consumer and
+// commits each batch's rows together with the new checkpoint in ONE transaction. Events
+// at or below the checkpoint are ignored, so a redelivery or an overlapping read is a
+// no-op, and a crash anywhere leaves either the whole batch or none of it.
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { EventRegistry } from '@tally/contracts';
+import type { StoredEvent } from '@tally/eventing';
+import type { DataSource } from 'typeorm';
+import { advanceCheckpoint, deleteCheckpoint, readCheckpoint } from './checkpoint-store.js';
+import { qualifiedTable } from './data-source.js';
+import { EventBatchReader, type EventReadLimits } from './event-batches.js';
+import type { Projection } from './projection.js';
+
+export interface ProjectionRunnerOptions extends EventReadLimits {
+  readonly js: JetStreamClient;
+  readonly dataSource: DataSource;
+  readonly registry: EventRegistry;
+  readonly projection: Projection;
+  /** Most events applied in one transaction. */
+  readonly batchSizeMax: number;
+  /** Longest wait, after a batch's first event, for more events to join it. */
+  readonly batchWaitMs: number;
+  /** During catch-up, how long the stream may stay silent before the replay is declared stalled. */
+  readonly catchUpStallMs: number;
+}
+
+export interface BatchOutcome {
+  readonly applied: number;
+  /** Events at or below the checkpoint: already committed, ignored. */
+  readonly ignored: number;
+  readonly checkpoint: number;
+}
+
+export interface CatchUpResult {
+  readonly events: number;
+  readonly batches: number;
+  readonly checkpoint: number;
+}
+
+export interface CatchUpOptions {
+  /** Called after each committed batch with events read so far and events to read in all. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** The runner stopped on a bug: an undecodable event, a throwing projection, a moved checkpoint. */
+export class ProjectionHalted extends Error {
+  override readonly name = 'ProjectionHalted';
+  constructor(
+    readonly projection: string,
+    readonly checkpoint: number,
+    cause: unknown,
+  ) {
+    super(`projection ${projection} halted after checkpoint ${checkpoint}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+export class ProjectionRunner {
+  private active: 'catch-up' | 'follow' | undefined;
+  private stopRequested: (() => void) | undefined;
+  private following: Promise<void> | undefined;
+
+  constructor(private readonly options: ProjectionRunnerOptions) {
+    if (!(options.batchSizeMax >= 1)) throw new Error('batchSizeMax must be at least 1');
+    if (!(options.batchWaitMs >= 0)) throw new Error('batchWaitMs must not be negative');
+  }
+
+  get projection(): Projection {
+    return this.options.projection;
+  }
+
+  /** The last committed stream sequence (0 before the first batch). */
+  async checkpoint(): Promise<number> {
+    const { projection } = this.options;
+    return readCheckpoint(this.options.dataSource.manager, projection.name, projection.stream);
+  }
+
+  /**
+   * Applies one batch in one transaction: rows first, then the checkpoint, both or neither.
+   * Events must be in ascending stream order; those at or below the checkpoint are ignored.
+   */
+  async applyBatch(events: readonly StoredEvent[]): Promise<BatchOutcome> {
+    assertAscending(events);
+    const { projection, dataSource } = this.options;
+    return dataSource.transaction(async (manager) => {
+      const from = await readCheckpoint(manager, projection.name, projection.stream);
+      const fresh = events.filter((e) => e.sequence > from);
+      if (fresh.length === 0) return { applied: 0, ignored: events.length, checkpoint: from };
+      await projection.apply(manager, fresh);
+      const to = fresh[fresh.length - 1]!.sequence;
+      await advanceCheckpoint(manager, projection.name, projection.stream, from, to);
+      return { applied: fresh.length, ignored: events.length - fresh.length, checkpoint: to };
+    });
+  }
+
+  /** Reads until the last matching event that existed when it started (replay, CLI). */
+  async catchUp(options: CatchUpOptions = {}): Promise<CatchUpResult> {
+    this.claim('catch-up');
+    try {
+      return await this.runCatchUp(options);
+    } finally {
+      this.active = undefined;
+    }
+  }
+
+  /** Empties the projection's tables and checkpoint in one transaction, then replays from sequence 1. */
+  async rebuild(options: CatchUpOptions = {}): Promise<CatchUpResult> {
+    this.claim('catch-up');
+    try {
+      const { projection, dataSource } = this.options;
+      await dataSource.transaction(async (manager) => {
+        for (const table of projection.tables) await manager.query(`DELETE FROM ${qualifiedTable(dataSource, table)}`);
+        await deleteCheckpoint(manager, projection.name);
+      });
+      return await this.runCatchUp(options);
+    } finally {
+      this.active = undefined;
+    }
+  }
+
+  /**
+   * Follows the stream live until stop(). The promise settles when following ends: it
+   * resolves after stop() and rejects with ProjectionHalted when a batch fails.
+   */
+  start(): Promise<void> {
+    this.claim('follow');
+    const stop = new Promise<void>((resolve) => (this.stopRequested = resolve));
+    this.following = this.follow(stop).finally(() => {
+      this.active = undefined;
+      this.stopRequested = undefined;
+    });
+    return this.following;
+  }
+
+  /** Asks the live loop to finish its batch and end; waits for it. Never throws. */
+  async stop(): Promise<void> {
+    this.stopRequested?.();
+    await this.following?.catch(() => undefined);
+  }
+
+  private async follow(stop: Promise<void>): Promise<void> {
+    const o = this.options;
+    let checkpoint = await this.checkpoint();
+    const reader = await this.openReader(checkpoint + 1);
+    let stopped = false;
+    void stop.then(() => (stopped = true));
+    try {
+      while (!stopped) {
+        const batch = await this.guard(checkpoint, () => reader.read({ limit: o.batchSizeMax, batchWaitMs: o.batchWaitMs, firstWaitMs: undefined, stop, stopAtEnd: false }));
+        if (batch.length > 0) checkpoint = (await this.guard(checkpoint, () => this.applyBatch(batch))).checkpoint;
+      }
+    } finally {
+      await reader.close();
+    }
+  }
+
+  private async runCatchUp(options: CatchUpOptions): Promise<CatchUpResult> {
+    const o = this.options;
+    let checkpoint = await this.checkpoint();
+    const reader = await this.openReader(checkpoint + 1);
+    const total = reader.pendingAtStart;
+    let done = 0;
+    let batches = 0;
+    const never = new Promise<void>(() => undefined);
+    try {
+      while (done < total && !(done > 0 && reader.reachedEnd)) {
+        const limit = Math.min(o.batchSizeMax, total - done);
+        const batch = await this.guard(checkpoint, () => reader.read({ limit, batchWaitMs: o.batchWaitMs, firstWaitMs: o.catchUpStallMs, stop: never, stopAtEnd: true }));
+        if (batch.length === 0) {
+          throw new ProjectionHalted(o.projection.name, checkpoint, new Error(`replay stalled: no event for ${o.catchUpStallMs} ms at ${done}/${total}`));
+        }
+        checkpoint = (await this.guard(checkpoint, () => this.applyBatch(batch))).checkpoint;
+        done += batch.length;
+        batches++;
+        options.onProgress?.(done, total);
+      }
+    } finally {
+      await reader.close();
+    }
+    return { events: done, batches, checkpoint };
+  }
+
+  private openReader(startSequence: number): Promise<EventBatchReader> {
+    const o = this.options;
+    return EventBatchReader.open(o.js, {
+      stream: o.projection.stream,
+      filterSubject: o.projection.filterSubject,
+      startSequence,
+      registry: o.registry,
+      prefetchMessagesMax: o.prefetchMessagesMax,
+      idleHeartbeatMs: o.idleHeartbeatMs,
+      pullExpiresMs: o.pullExpiresMs,
+    });
+  }
+
+  /** Any failure inside a batch is a bug or an outage the runner must not paper over: halt and say where. */
+  private async guard<T>(checkpoint: number, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (error instanceof ProjectionHalted) throw error;
+      throw new ProjectionHalted(this.options.projection.name, checkpoint, error);
+    }
+  }
+
+  private claim(mode: 'catch-up' | 'follow'): void {
+    if (this.active) throw new Error(`projection ${this.options.projection.name} is already running (${this.active})`);
+    this.active = mode;
+  }
+}
+
+function assertAscending(events: readonly StoredEvent[]): void {
+  for (let i = 1; i < events.length; i++) {
+    if (!(events[i]!.sequence > events[i - 1]!.sequence)) {
+      throw new Error(`batch is not in ascending stream order at index ${i}: ${events[i - 1]!.sequence} then ${events[i]!.sequence}`);
+    }
+  }
+}
