@@ -40,12 +40,12 @@ describe('durable commands: refusals and dead letters', () => {
     expect(await h.deadLetters()).toHaveLength(1);
   });
 
-  it('malformed JSON and a missing command id are answered with field errors and dead-lettered as decode_failed', async () => {
+  it('malformed JSON, a non-object body and a missing command id are answered with field errors and dead-lettered', async () => {
     h = await Harness.create('bad');
     await h.startServer('a');
     const inbox = createInbox();
     const replies: Msg[] = [];
-    const sub = h.nc.subscribe(inbox, { callback: (_e, msg) => replies.push(msg) });
+    const sub = h.nc.subscribe(inbox, { callback: (_e, msg) => void replies.push(msg) });
     const publish = async (commandId: string | undefined, body: string) => {
       const hdrs = natsHeaders();
       if (commandId) hdrs.set(Headers.commandId, commandId);
@@ -54,14 +54,17 @@ describe('durable commands: refusals and dead letters', () => {
     };
     await publish('cmd-json', '{"account": "acct", ');
     await publish(undefined, '{"account": "acct", "amount": 1}');
-    await eventually(async () => replies.length, (n) => n === 2, 5000);
+    await publish('cmd-string', '"not an object"');
+    await eventually(async () => replies.length, (n) => n === 3, 5000);
     sub.unsubscribe();
 
     const byId = new Map(replies.map((m) => [m.headers?.get(Headers.commandId) ?? '', decodeReply(m.data)]));
     expect(byId.get('cmd-json')).toMatchObject({ ok: false, error: { type: 'validation', errors: [{ field: '$' }] } });
     expect(byId.get('')).toMatchObject({ ok: false, error: { type: 'validation', errors: [{ field: `headers.${Headers.commandId}`, message: 'is required' }] } });
-    const letters = await eventually(() => h.deadLetters(), (l) => l.length === 2, 2000);
-    expect(letters.map((l) => l['reason'])).toEqual(['decode_failed', 'decode_failed']);
+    // Valid JSON of the wrong shape is the pipe's business: a validation failure, not "Internal server error".
+    expect(byId.get('cmd-string')).toMatchObject({ ok: false, error: { type: 'validation' } });
+    const letters = await eventually(() => h.deadLetters(), (l) => l.length === 3, 2000);
+    expect(letters.map((l) => l['reason']).sort()).toEqual(['decode_failed', 'decode_failed', 'validation_failed']);
     expect(await h.messagesIn(h.names.workEventsStream)).toBe(0);
   });
 
