@@ -1,0 +1,178 @@
+// Commands to the delegation-tree aggregate. Each is one durable step of a use case;
+// time, ids and rail outcomes arrive on the command, because the decider does no I/O.
+import type { CancelCause, DispatchFailure, PaymentStep } from './events.js';
+import type { AdmitContext, Grant, NonceBinding, PaymentMode } from './model.js';
+
+export interface IssueCapability {
+  readonly type: 'IssueCapability';
+  readonly capability_id: string;
+  readonly root_id: string;
+  readonly parent_id?: string;
+  readonly subject_public_key: string;
+  readonly expires_at_ms: number;
+  readonly grants: readonly Grant[];
+  readonly budget_units?: bigint;
+  readonly now_ms: number;
+  readonly delegation_depth_max: number;
+  readonly grants_max: number;
+}
+
+export interface RevokeCapability {
+  readonly type: 'RevokeCapability';
+  readonly capability_id: string;
+  readonly now_ms: number;
+}
+
+export interface AuthorizeHold {
+  readonly type: 'AuthorizeHold';
+  readonly request_id: string;
+  readonly capability_id: string;
+  readonly subject: string;
+  readonly server_id: string;
+  readonly tool_name: string;
+  readonly parameters_hash: string;
+  readonly requested_cost?: bigint;
+  /** A nonce preflight takes a separate hold that is always rolled back (B13). */
+  readonly preflight: boolean;
+  readonly context: AdmitContext;
+  readonly hold_ttl_ms: number;
+  readonly now_ms: number;
+}
+
+export interface PaymentStepInput {
+  readonly step: PaymentStep;
+  readonly authorization_id?: string;
+  readonly rail_reference?: string;
+  readonly mode?: PaymentMode;
+  readonly amount_units?: bigint;
+  readonly currency?: string;
+}
+
+export interface CaptureInvocation {
+  readonly type: 'CaptureInvocation';
+  readonly hold_id: string;
+  readonly now_ms: number;
+}
+
+export interface RollbackHold {
+  readonly type: 'RollbackHold';
+  readonly hold_id: string;
+  readonly cause: 'nonce_preflight' | 'pre_dispatch_cleanup' | 'reconciled';
+  readonly now_ms: number;
+}
+
+export interface CancelCaptured {
+  readonly type: 'CancelCaptured';
+  readonly hold_id: string;
+  readonly cause: CancelCause;
+  readonly now_ms: number;
+}
+
+export interface RecordPaymentStep {
+  readonly type: 'RecordPaymentStep';
+  readonly hold_id: string;
+  readonly payment: PaymentStepInput;
+  readonly now_ms: number;
+}
+
+export interface RecordLease {
+  readonly type: 'RecordLease';
+  readonly hold_id: string;
+  readonly lease_id: string;
+  readonly outcome: 'reserved' | 'released' | 'failed';
+  readonly now_ms: number;
+}
+
+export interface AdmitInvocation {
+  readonly type: 'AdmitInvocation';
+  readonly hold_id: string;
+  readonly now_ms: number;
+}
+
+export interface PresentedNonce {
+  readonly nonce_id: string;
+  readonly binding: NonceBinding;
+  readonly expires_at_ms: number;
+}
+
+export interface ConsumeNonce {
+  readonly type: 'ConsumeNonce';
+  readonly nonce: PresentedNonce;
+  readonly now_ms: number;
+}
+
+export interface IssueNonce {
+  readonly type: 'IssueNonce';
+  readonly hold_id: string;
+  readonly nonce: PresentedNonce;
+  readonly now_ms: number;
+}
+
+export type SettleOutcome =
+  | { readonly kind: 'completed'; readonly cost_units: bigint; readonly currency?: string }
+  | { readonly kind: 'failed_after_dispatch'; readonly failure: DispatchFailure }
+  | { readonly kind: 'elicitation_required'; readonly message: string }
+  | { readonly kind: 'not_dispatched'; readonly reason: string };
+
+export interface SettleHold {
+  readonly type: 'SettleHold';
+  readonly hold_id: string;
+  /** not_dispatched settles through CancelCaptured; the other outcomes land here. */
+  readonly outcome: Exclude<SettleOutcome, { kind: 'not_dispatched' }>;
+  readonly now_ms: number;
+}
+
+export interface ExpireHolds {
+  readonly type: 'ExpireHolds';
+  readonly now_ms: number;
+  readonly holds_max: number;
+}
+
+export interface RecordAmbiguity {
+  readonly type: 'RecordAmbiguity';
+  readonly kind: 'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
+  readonly hold_id: string;
+  readonly event_id?: string;
+  readonly event_in_stream?: boolean;
+  readonly reference?: string;
+  readonly now_ms: number;
+}
+
+export interface ResolveAmbiguity {
+  readonly type: 'ResolveAmbiguity';
+  readonly ambiguity_id: string;
+  readonly resolution: string;
+  readonly rail_state?: string;
+  readonly now_ms: number;
+}
+
+export interface RecordReceipt {
+  readonly type: 'RecordReceipt';
+  readonly receipt_id: string;
+  readonly command_id: string;
+  readonly request_id?: string;
+  readonly hold_id?: string;
+  readonly receipt: Readonly<Record<string, unknown>>;
+  readonly signature: string;
+  readonly key_id: string;
+  readonly decision?: Readonly<Record<string, unknown>>;
+  readonly now_ms: number;
+}
+
+export type BudgetCommand =
+  | IssueCapability
+  | RevokeCapability
+  | AuthorizeHold
+  | CaptureInvocation
+  | RollbackHold
+  | CancelCaptured
+  | RecordPaymentStep
+  | RecordLease
+  | AdmitInvocation
+  | ConsumeNonce
+  | IssueNonce
+  | SettleHold
+  | ExpireHolds
+  | RecordAmbiguity
+  | ResolveAmbiguity
+  | RecordReceipt;

@@ -1,0 +1,87 @@
+// decide(command, state) -> events | rejection, and a sequence of commands decided as
+// one atomic step (one append), each on the state the previous ones produced.
+import type { BudgetCommand } from './commands.js';
+import { decideIssue, decideRevoke } from './decide-capability.js';
+import { decideAuthorize, decideCancel, decideCapture, decideExpire, decideRollback } from './decide-hold.js';
+import {
+  decideAdmit,
+  decideAmbiguity,
+  decideConsumeNonce,
+  decideIssueNonce,
+  decideLease,
+  decidePaymentStep,
+  decideReceipt,
+  decideResolve,
+  decideSettle,
+} from './decide-settle.js';
+import type { Decision, Rejection } from './decision.js';
+import type { BudgetEvent, RecordedBudgetEvent } from './events.js';
+import { evolve } from './evolve.js';
+import type { TreeState } from './state.js';
+
+export function decide(command: BudgetCommand, state: TreeState): Decision {
+  switch (command.type) {
+    case 'IssueCapability':
+      return decideIssue(command, state);
+    case 'RevokeCapability':
+      return decideRevoke(command, state);
+    case 'AuthorizeHold':
+      return decideAuthorize(command, state);
+    case 'CaptureInvocation':
+      return decideCapture(command, state);
+    case 'RollbackHold':
+      return decideRollback(command, state);
+    case 'CancelCaptured':
+      return decideCancel(command, state);
+    case 'RecordPaymentStep':
+      return decidePaymentStep(command, state);
+    case 'RecordLease':
+      return decideLease(command, state);
+    case 'AdmitInvocation':
+      return decideAdmit(command, state);
+    case 'ConsumeNonce':
+      return decideConsumeNonce(command, state);
+    case 'IssueNonce':
+      return decideIssueNonce(command, state);
+    case 'SettleHold':
+      return decideSettle(command, state);
+    case 'ExpireHolds':
+      return decideExpire(command, state);
+    case 'RecordAmbiguity':
+      return decideAmbiguity(command, state);
+    case 'ResolveAmbiguity':
+      return decideResolve(command, state);
+    case 'RecordReceipt':
+      return decideReceipt(command, state);
+  }
+}
+
+export type SequenceDecision =
+  | { readonly ok: true; readonly events: readonly BudgetEvent[]; readonly state: TreeState }
+  | { readonly ok: false; readonly rejection: Rejection; readonly index: number };
+
+/**
+ * Decides commands in order, each on the state left by the ones before, so that one
+ * append can carry a whole step. Commit indexes are provisional here (last + n); the
+ * real ones arrive when the events are read back or acknowledged.
+ */
+export function decideSequence(commands: readonly BudgetCommand[], state: TreeState): SequenceDecision {
+  const events: BudgetEvent[] = [];
+  let current = state;
+  for (const [index, command] of commands.entries()) {
+    const decision = decide(command, current);
+    if (!decision.ok) return { ok: false, rejection: decision.rejection, index };
+    for (const event of decision.events) {
+      current = evolve(current, { ...event, commit_index: current.last_commit_index + 1 });
+      events.push(event);
+    }
+  }
+  return { ok: true, events, state: current };
+}
+
+/** Folds recorded events into state. */
+export function fold(events: Iterable<RecordedBudgetEvent>, state: TreeState): TreeState {
+  let current = state;
+  for (const event of events) current = evolve(current, event);
+  return current;
+}

@@ -1,0 +1,47 @@
+// Named results of decide: events to append, or one rejection per reason. A rejection
+// is an expected outcome (it becomes a Deny with a reason), never an exception.
+import type { BudgetEvent } from './events.js';
+
+export type RejectionCode =
+  | 'capability_exists'
+  | 'capability_unknown'
+  | 'capability_revoked'
+  | 'capability_expired'
+  | 'subject_mismatch'
+  | 'parent_unknown'
+  | 'wrong_tree'
+  | 'grants_invalid'
+  | 'grant_not_narrowing'
+  | 'expiry_beyond_parent'
+  | 'budget_share_exceeds_parent'
+  | 'delegation_too_deep'
+  | 'no_matching_grant'
+  | 'cost_required'
+  | 'requested_cost_exceeds_max_per_invocation'
+  | 'max_invocations_reached'
+  | 'total_cost_limit_reached'
+  | 'capability_budget_exhausted'
+  | 'already_dispatched'
+  | 'request_replayed'
+  | 'preflight_replayed'
+  | 'hold_unknown'
+  | 'hold_not_authorized'
+  | 'hold_expired'
+  | 'hold_not_captured'
+  | 'hold_not_admitted'
+  | 'hold_already_settled'
+  | 'nonce_already_consumed'
+  | 'nonce_expired'
+  | 'ambiguity_unknown'
+  | 'command_already_answered';
+
+export interface Rejection {
+  readonly code: RejectionCode;
+  readonly message: string;
+}
+
+export type Decision = { readonly ok: true; readonly events: readonly BudgetEvent[] } | { readonly ok: false; readonly rejection: Rejection };
+
+export const accept = (...events: BudgetEvent[]): Decision => ({ ok: true, events });
+
+export const reject = (code: RejectionCode, message: string): Decision => ({ ok: false, rejection: { code, message } });

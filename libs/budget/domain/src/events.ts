@@ -1,0 +1,230 @@
+// The facts of the delegation-tree aggregate. Each event id is deterministic (ids.ts),
+// so a retried append dedupes on the stream instead of committing twice.
+import type { AdmitContext, AmbiguityKind, Binding, GrantRef, MutationKind, NonceBinding, PaymentMode, StoredGrant } from './model.js';
+
+interface Ev<T extends string, D> {
+  readonly type: T;
+  readonly event_id: string;
+  readonly data: D;
+}
+
+export interface CapabilityIssuedData {
+  readonly capability_id: string;
+  readonly root_id: string;
+  readonly parent_id?: string;
+  readonly subject_public_key: string;
+  readonly issued_at_ms: number;
+  readonly expires_at_ms: number;
+  readonly grants: readonly StoredGrant[];
+  readonly budget_units?: bigint;
+  readonly depth: number;
+}
+
+export interface CapabilityRevokedData {
+  readonly capability_id: string;
+  /** The capability and every descendant that was not already revoked. */
+  readonly revoked_ids: readonly string[];
+  readonly at_ms: number;
+}
+
+export interface HoldAuthorizedData {
+  readonly kind: Extract<MutationKind, 'authorize_exposure' | 'reserve_invocation'>;
+  readonly hold_id: string;
+  readonly request_id: string;
+  readonly capability_id: string;
+  readonly grant_index: number;
+  readonly chain: readonly GrantRef[];
+  readonly exposure_units: bigint;
+  readonly currency?: string;
+  readonly monetary: boolean;
+  readonly preflight: boolean;
+  readonly binding: Binding;
+  readonly context: AdmitContext;
+  readonly expires_at_ms: number;
+  readonly at_ms: number;
+}
+
+export interface InvocationCapturedData {
+  readonly kind: Extract<MutationKind, 'capture_invocation' | 'increment_invocation'>;
+  readonly hold_id: string;
+  readonly authorize_commit_index: number;
+  readonly at_ms: number;
+}
+
+export type ReverseCause = 'nonce_preflight' | 'pre_dispatch_cleanup' | 'expired' | 'reconciled';
+
+export interface HoldReversedData {
+  readonly kind: Extract<MutationKind, 'reverse_exposure' | 'reverse_invocation'>;
+  readonly hold_id: string;
+  readonly cause: ReverseCause;
+  readonly at_ms: number;
+}
+
+export type CancelCause = 'payment_declined' | 'payment_released' | 'not_dispatched' | 'reconciled';
+
+export interface CaptureCancelledData {
+  readonly kind: 'cancel_captured_before_dispatch';
+  readonly hold_id: string;
+  readonly cause: CancelCause;
+  readonly at_ms: number;
+}
+
+export interface ExposureReleasedData {
+  readonly kind: 'release_exposure';
+  readonly hold_id: string;
+  readonly at_ms: number;
+}
+
+export interface SpendSettledData {
+  readonly kind: Extract<MutationKind, 'reconcile_spend' | 'capture_spend'>;
+  readonly hold_id: string;
+  readonly actual_units: bigint;
+  readonly realized_units: bigint;
+  /** Reported cost beyond what the limits allowed to be recorded: kept for audit. */
+  readonly overrun_units: bigint;
+  readonly at_ms: number;
+}
+
+export type DispatchFailure = 'cancellation' | 'deadline' | 'incomplete' | 'generic' | 'tool_not_registered';
+
+export interface HoldRetainedData {
+  readonly hold_id: string;
+  readonly failure: DispatchFailure;
+  readonly at_ms: number;
+}
+
+export interface InvocationAdmittedData {
+  readonly hold_id: string;
+  readonly at_ms: number;
+}
+
+export interface LeaseReservedData {
+  readonly hold_id: string;
+  readonly lease_id: string;
+  readonly at_ms: number;
+}
+
+export interface LeaseReleasedData {
+  readonly hold_id: string;
+  readonly lease_id: string;
+  readonly outcome: 'released' | 'failed';
+  readonly at_ms: number;
+}
+
+export type PaymentStep =
+  | 'authorized'
+  | 'declined'
+  | 'insufficient_funds'
+  | 'ambiguous'
+  | 'captured'
+  | 'capture_failed'
+  | 'released'
+  | 'release_pending'
+  | 'release_failed'
+  | 'refunded';
+
+export interface PaymentStepRecordedData {
+  readonly hold_id: string;
+  readonly step: PaymentStep;
+  /** The idempotency reference the rail received: the request id. */
+  readonly reference: string;
+  readonly authorization_id?: string;
+  readonly rail_reference?: string;
+  readonly mode?: PaymentMode;
+  readonly amount_units?: bigint;
+  readonly currency?: string;
+  readonly at_ms: number;
+}
+
+export interface NonceIssuedData {
+  readonly nonce_id: string;
+  readonly hold_id: string;
+  readonly binding: NonceBinding;
+  readonly expires_at_ms: number;
+  readonly at_ms: number;
+}
+
+export interface NonceConsumedData {
+  readonly nonce_id: string;
+  readonly binding: NonceBinding;
+  readonly expires_at_ms: number;
+  readonly at_ms: number;
+}
+
+export interface AmbiguityRecordedData {
+  readonly ambiguity_id: string;
+  readonly kind: AmbiguityKind;
+  readonly hold_id: string;
+  readonly event_id?: string;
+  /** What a read of the stream showed right after the lost acknowledgement. */
+  readonly event_in_stream?: boolean;
+  readonly reference?: string;
+  readonly at_ms: number;
+}
+
+export interface AmbiguityResolvedData {
+  readonly ambiguity_id: string;
+  readonly resolution: string;
+  readonly rail_state?: string;
+  readonly at_ms: number;
+}
+
+export interface ReceiptRecordedData {
+  readonly receipt_id: string;
+  readonly command_id: string;
+  readonly request_id?: string;
+  readonly hold_id?: string;
+  readonly receipt: Readonly<Record<string, unknown>>;
+  readonly signature: string;
+  readonly key_id: string;
+  readonly decision?: Readonly<Record<string, unknown>>;
+  readonly at_ms: number;
+}
+
+export type BudgetEvent =
+  | Ev<'CapabilityIssued', CapabilityIssuedData>
+  | Ev<'CapabilityRevoked', CapabilityRevokedData>
+  | Ev<'HoldAuthorized', HoldAuthorizedData>
+  | Ev<'InvocationCaptured', InvocationCapturedData>
+  | Ev<'HoldReversed', HoldReversedData>
+  | Ev<'CaptureCancelled', CaptureCancelledData>
+  | Ev<'ExposureReleased', ExposureReleasedData>
+  | Ev<'SpendSettled', SpendSettledData>
+  | Ev<'HoldRetained', HoldRetainedData>
+  | Ev<'InvocationAdmitted', InvocationAdmittedData>
+  | Ev<'LeaseReserved', LeaseReservedData>
+  | Ev<'LeaseReleased', LeaseReleasedData>
+  | Ev<'PaymentStepRecorded', PaymentStepRecordedData>
+  | Ev<'NonceIssued', NonceIssuedData>
+  | Ev<'NonceConsumed', NonceConsumedData>
+  | Ev<'AmbiguityRecorded', AmbiguityRecordedData>
+  | Ev<'AmbiguityResolved', AmbiguityResolvedData>
+  | Ev<'ReceiptRecorded', ReceiptRecordedData>;
+
+export type BudgetEventType = BudgetEvent['type'];
+
+export const BUDGET_EVENT_TYPES: readonly BudgetEventType[] = [
+  'CapabilityIssued',
+  'CapabilityRevoked',
+  'HoldAuthorized',
+  'InvocationCaptured',
+  'HoldReversed',
+  'CaptureCancelled',
+  'ExposureReleased',
+  'SpendSettled',
+  'HoldRetained',
+  'InvocationAdmitted',
+  'LeaseReserved',
+  'LeaseReleased',
+  'PaymentStepRecorded',
+  'NonceIssued',
+  'NonceConsumed',
+  'AmbiguityRecorded',
+  'AmbiguityResolved',
+  'ReceiptRecorded',
+];
+
+/** An event as it sits in the stream: its commit index is the stream sequence. */
+export type RecordedBudgetEvent = BudgetEvent & { readonly commit_index: number };
+
+export type EventOf<T extends BudgetEventType> = Extract<BudgetEvent, { type: T }>;

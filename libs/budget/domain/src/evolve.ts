@@ -1,0 +1,222 @@
+// evolve(state, event) -> state: the only place a fact changes the tree. Budget
+// mutations assert the tree's limits before and after they apply (TigerBeetle style).
+import { assert } from './assert.js';
+import type { CapabilityIssuedData, HoldAuthorizedData, PaymentStepRecordedData, RecordedBudgetEvent } from './events.js';
+import { assertChainWithinLimits, assertSiblingShares } from './invariants.js';
+import type { Capability, Hold, HoldPayment, MutationKind, PaymentStatus } from './model.js';
+import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
+
+export function evolve(state: TreeState, event: RecordedBudgetEvent): TreeState {
+  assert(event.commit_index > state.last_commit_index, `commit index ${event.commit_index} does not advance past ${state.last_commit_index}`);
+  return { ...apply(state, event), last_commit_index: event.commit_index };
+}
+
+function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
+  switch (event.type) {
+    case 'CapabilityIssued':
+      return issueCapability(state, event.data);
+    case 'CapabilityRevoked':
+      return revoke(state, event.data.revoked_ids, event.data.at_ms);
+    case 'HoldAuthorized':
+      return authorizeHold(state, event.data, event.event_id, event.commit_index);
+    case 'InvocationCaptured': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'authorized', `capture of ${hold.hold_id} in status ${hold.status}`);
+      const captured: Hold = { ...hold, status: 'captured', capture_event_id: event.event_id, capture_commit_index: event.commit_index };
+      return mutate(state, captured, { kind: event.data.kind, eventId: event.event_id, commitIndex: event.commit_index, atMs: event.data.at_ms, inv: 0, exp: 0n, real: 0n });
+    }
+    case 'HoldReversed': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'authorized', `reverse of ${hold.hold_id} in status ${hold.status}`);
+      return undoHold(state, { ...hold, status: 'reversed' }, event.data.kind, event);
+    }
+    case 'CaptureCancelled': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'captured', `cancellation of ${hold.hold_id} in status ${hold.status}`);
+      return undoHold(state, { ...hold, status: 'cancelled' }, event.data.kind, event);
+    }
+    case 'ExposureReleased': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'captured' && hold.admitted, `release of ${hold.hold_id} in status ${hold.status}`);
+      return undoHold(state, { ...hold, status: 'released' }, event.data.kind, event);
+    }
+    case 'SpendSettled': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'captured' && hold.admitted, `settlement of ${hold.hold_id} in status ${hold.status}`);
+      const settled: Hold = { ...hold, status: 'settled', realized_units: event.data.realized_units };
+      const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units };
+      return mutate(state, settled, { kind: event.data.kind, eventId: event.event_id, commitIndex: event.commit_index, atMs: event.data.at_ms, ...delta });
+    }
+    case 'HoldRetained': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'captured' && hold.admitted, `retention of ${hold.hold_id} in status ${hold.status}`);
+      return withHold(state, { ...hold, status: 'retained' });
+    }
+    case 'InvocationAdmitted': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(hold.status === 'captured' && !hold.admitted, `admission of ${hold.hold_id} in status ${hold.status}`);
+      return withHold(state, { ...hold, admitted: true });
+    }
+    case 'LeaseReserved':
+      return withHold(state, { ...holdOf(state, event.data.hold_id), lease_id: event.data.lease_id });
+    case 'LeaseReleased':
+      return withHold(state, { ...holdOf(state, event.data.hold_id), lease_released: event.data.outcome === 'released' });
+    case 'PaymentStepRecorded':
+      return recordPayment(state, event.data);
+    case 'NonceIssued': {
+      const nonces = new Map(state.nonces);
+      nonces.set(event.data.nonce_id, { nonce_id: event.data.nonce_id, binding: event.data.binding, expires_at_ms: event.data.expires_at_ms });
+      return { ...state, nonces };
+    }
+    case 'NonceConsumed': {
+      assert(state.nonces.get(event.data.nonce_id)?.consumed_by === undefined, `nonce ${event.data.nonce_id} consumed twice`);
+      const nonces = new Map(state.nonces);
+      nonces.set(event.data.nonce_id, { nonce_id: event.data.nonce_id, binding: event.data.binding, expires_at_ms: event.data.expires_at_ms, consumed_by: event.data.binding.request_id });
+      return { ...state, nonces };
+    }
+    case 'AmbiguityRecorded': {
+      const { at_ms: _at, ...ambiguity } = event.data;
+      return { ...state, ambiguities: new Map(state.ambiguities).set(ambiguity.ambiguity_id, ambiguity) };
+    }
+    case 'AmbiguityResolved': {
+      const existing = state.ambiguities.get(event.data.ambiguity_id);
+      assert(existing !== undefined && existing.resolution === undefined, `resolution of unknown or resolved ambiguity ${event.data.ambiguity_id}`);
+      return { ...state, ambiguities: new Map(state.ambiguities).set(existing.ambiguity_id, { ...existing, resolution: event.data.resolution }) };
+    }
+    case 'ReceiptRecorded': {
+      const { at_ms: _at, receipt, ...rest } = event.data;
+      const receipts = new Map(state.receipts).set(rest.receipt_id, { ...rest, body: receipt });
+      return { ...state, receipts, command_receipts: new Map(state.command_receipts).set(rest.command_id, rest.receipt_id) };
+    }
+  }
+}
+
+function issueCapability(state: TreeState, data: CapabilityIssuedData): TreeState {
+  assert(!state.capabilities.has(data.capability_id), `capability ${data.capability_id} issued twice`);
+  const capability: Capability = { ...data, id: data.capability_id, children: [] };
+  const capabilities = new Map(state.capabilities).set(capability.id, capability);
+  if (data.parent_id !== undefined) {
+    const parent = state.capabilities.get(data.parent_id);
+    assert(parent !== undefined, `delegation from unknown parent ${data.parent_id}`);
+    capabilities.set(parent.id, { ...parent, children: [...parent.children, capability.id] });
+  }
+  const next: TreeState = { ...state, root_id: state.root_id ?? data.root_id, capabilities };
+  if (data.parent_id !== undefined) assertSiblingShares(next, data.parent_id);
+  return next;
+}
+
+function revoke(state: TreeState, ids: readonly string[], atMs: number): TreeState {
+  const capabilities = new Map(state.capabilities);
+  for (const id of ids) {
+    const capability = capabilities.get(id);
+    assert(capability !== undefined, `revocation of unknown capability ${id}`);
+    if (capability.revoked_at_ms === undefined) capabilities.set(id, { ...capability, revoked_at_ms: atMs });
+  }
+  return { ...state, capabilities };
+}
+
+function authorizeHold(state: TreeState, data: HoldAuthorizedData, eventId: string, commitIndex: number): TreeState {
+  assert(!state.holds.has(data.hold_id), `hold ${data.hold_id} authorized twice`);
+  const { kind: _kind, at_ms: _at, ...fields } = data;
+  const hold: Hold = {
+    ...fields,
+    status: 'authorized',
+    authorize_commit_index: commitIndex,
+    admitted: false,
+    payment: { status: 'none', reference: data.request_id, steps: 0 },
+    lease_released: false,
+  };
+  const indexed = data.preflight
+    ? { ...state, preflights: new Map(state.preflights).set(data.request_id, data.hold_id) }
+    : { ...state, requests: new Map(state.requests).set(data.request_id, data.hold_id) };
+  const mutation = { kind: data.kind, eventId, commitIndex, atMs: data.at_ms, inv: 1, exp: data.exposure_units, real: 0n };
+  return mutate(indexed, hold, mutation);
+}
+
+function undoHold(state: TreeState, hold: Hold, kind: MutationKind, event: RecordedBudgetEvent & { data: { at_ms: number } }): TreeState {
+  const mutation = { kind, eventId: event.event_id, commitIndex: event.commit_index, atMs: event.data.at_ms, inv: -1, exp: -hold.exposure_units, real: 0n };
+  return mutate(state, hold, mutation);
+}
+
+interface Mutation {
+  readonly kind: MutationKind;
+  readonly eventId: string;
+  readonly commitIndex: number;
+  readonly atMs: number;
+  readonly inv: number;
+  readonly exp: bigint;
+  readonly real: bigint;
+}
+
+/** Applies usage deltas to the hold's grant and every ancestor grant, with paired assertions. */
+function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
+  assertChainWithinLimits(state, hold.chain);
+  const usage = new Map(state.usage);
+  for (const ref of hold.chain) {
+    const before = usageOf(state, ref);
+    usage.set(usageKey(ref), {
+      invocation_count: before.invocation_count + m.inv,
+      exposed_cost_units: before.exposed_cost_units + m.exp,
+      realized_cost_units: before.realized_cost_units + m.real,
+    });
+  }
+  const spend = new Map(state.spend);
+  for (const capabilityId of new Set(hold.chain.map((ref) => ref.capability_id))) {
+    const before = spendOf(state, capabilityId);
+    spend.set(capabilityId, { invocation_count: before.invocation_count + m.inv, committed_units: before.committed_units + m.exp + m.real });
+  }
+  const own = hold.chain[0]!;
+  const record = {
+    event_id: m.eventId,
+    kind: m.kind,
+    hold_id: hold.hold_id,
+    request_id: hold.request_id,
+    capability_id: own.capability_id,
+    grant_index: own.grant_index,
+    commit_index: m.commitIndex,
+    at_ms: m.atMs,
+    invocation_delta: m.inv,
+    exposed_delta_units: m.exp,
+    realized_delta_units: m.real,
+  };
+  const mutations = new Map(state.mutations).set(usageKey(own), [...(state.mutations.get(usageKey(own)) ?? []), record]);
+  const next = { ...withHold(state, hold), usage, spend, mutations };
+  assertChainWithinLimits(next, hold.chain);
+  return next;
+}
+
+const PAYMENT_STATUS: Readonly<Record<PaymentStepRecordedData['step'], PaymentStatus>> = {
+  authorized: 'authorized',
+  declined: 'declined',
+  insufficient_funds: 'insufficient_funds',
+  ambiguous: 'ambiguous',
+  captured: 'captured',
+  capture_failed: 'capture_failed',
+  released: 'released',
+  release_pending: 'release_pending',
+  release_failed: 'release_failed',
+  refunded: 'refunded',
+};
+
+function recordPayment(state: TreeState, data: PaymentStepRecordedData): TreeState {
+  const hold = holdOf(state, data.hold_id);
+  const payment: HoldPayment = {
+    ...hold.payment,
+    status: PAYMENT_STATUS[data.step],
+    steps: hold.payment.steps + 1,
+    ...(data.authorization_id === undefined ? {} : { authorization_id: data.authorization_id }),
+    ...(data.mode === undefined ? {} : { mode: data.mode }),
+    ...(data.rail_reference === undefined ? {} : { rail_reference: data.rail_reference }),
+  };
+  return withHold(state, { ...hold, payment });
+}
+
+function holdOf(state: TreeState, id: string): Hold {
+  const hold = state.holds.get(id);
+  assert(hold !== undefined, `event for unknown hold ${id}`);
+  return hold;
+}
+
+function withHold(state: TreeState, hold: Hold): TreeState {
+  return { ...state, holds: new Map(state.holds).set(hold.hold_id, hold) };
+}

@@ -1,0 +1,39 @@
+// Deterministic ids. Event ids become the JetStream Nats-Msg-Id, so the same step
+// retried (by this process after a crash, or by another replica) dedupes on the stream.
+// The hold, authorize, capture and preflight formats are fixed by the spec (B1, B2, B13);
+// the others follow the same "{hold}:{step}" pattern.
+
+export const holdId = (requestId: string, capabilityId: string, grantIndex: number): string =>
+  `budget-hold:${requestId}:${capabilityId}:${grantIndex}`;
+
+export const preflightHoldId = (requestId: string, capabilityId: string, grantIndex: number): string =>
+  `nonce-preflight-budget-hold:${requestId}:${capabilityId}:${grantIndex}`;
+
+export const EventIds = {
+  capabilityIssued: (capabilityId: string) => `capability:${capabilityId}:issued`,
+  capabilityRevoked: (capabilityId: string) => `capability:${capabilityId}:revoked`,
+  authorize: (hold: string) => `${hold}:authorize`,
+  capture: (hold: string, authorizeCommitIndex: number) => `${hold}:capture-invocation:${authorizeCommitIndex}`,
+  /** A rollback of an uncaptured hold: begins `{hold}:authorize:` and contains `:rollback:` (B13). */
+  rollback: (hold: string, authorizeCommitIndex: number, kind: string) => `${hold}:authorize:${authorizeCommitIndex}:rollback:${kind}`,
+  expire: (hold: string, authorizeCommitIndex: number) => `${hold}:authorize:${authorizeCommitIndex}:expire`,
+  cancelCaptured: (hold: string, captureCommitIndex: number) => `${hold}:cancel-captured-before-dispatch:${captureCommitIndex}`,
+  releaseExposure: (hold: string) => `${hold}:release-exposure`,
+  settle: (hold: string) => `${hold}:settle`,
+  retain: (hold: string) => `${hold}:retain`,
+  admitted: (hold: string) => `${hold}:admitted`,
+  leaseReserved: (hold: string, leaseId: string) => `${hold}:lease:${leaseId}:reserved`,
+  leaseReleased: (hold: string, leaseId: string) => `${hold}:lease:${leaseId}:released`,
+  /** Payment steps are numbered per hold, so a second release attempt is a new fact. */
+  paymentStep: (hold: string, step: string, ordinal: number) => `${hold}:payment:${ordinal}:${step}`,
+  nonceIssued: (nonceId: string) => `${nonceId}:issued`,
+  nonceConsumed: (nonceId: string) => `${nonceId}:consumed`,
+  ambiguityRecorded: (ambiguityId: string) => `${ambiguityId}:recorded`,
+  ambiguityResolved: (ambiguityId: string) => `${ambiguityId}:resolved`,
+  receipt: (receiptId: string) => `${receiptId}:recorded`,
+} as const;
+
+export const ambiguityId = (kind: string, holdIdValue: string, ordinal: number): string => `ambiguity:${kind}:${holdIdValue}:${ordinal}`;
+
+export const nonceId = (requestId: string, capabilityId: string, grantIndex: number): string =>
+  `execution-nonce:${requestId}:${capabilityId}:${grantIndex}`;

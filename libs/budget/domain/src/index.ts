@@ -1,0 +1,13 @@
+// The budget domain: the delegation-tree aggregate as a pure decide/evolve pair.
+export * from './assert.js';
+export * from './model.js';
+export * from './events.js';
+export * from './commands.js';
+export * from './decision.js';
+export * from './ids.js';
+export * from './state.js';
+export * from './invariants.js';
+export * from './evolve.js';
+export * from './decide.js';
+export { verifyCapability, matches, isMonetary, exposureFor, checkLimits, reverseKind } from './decide-hold.js';
+export { spendFor } from './decide-settle.js';

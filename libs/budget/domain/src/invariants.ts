@@ -1,0 +1,65 @@
+// The ledger's invariants (B19), checked on both sides of every state change.
+// A violation is a bug, so it throws an AssertionError instead of returning a rejection.
+import { assert } from './assert.js';
+import { committedOf, type Capability, type GrantRef } from './model.js';
+import { spendOf, usageOf, type TreeState } from './state.js';
+
+/** What a capability may commit in total: its own budget, or the sum of its grants' totals when all are capped. */
+export function capabilityCapacity(capability: Capability): bigint | undefined {
+  if (capability.budget_units !== undefined) return capability.budget_units;
+  let sum = 0n;
+  for (const grant of capability.grants) {
+    if (grant.max_total_cost_units === undefined) return undefined;
+    sum += grant.max_total_cost_units;
+  }
+  return capability.grants.length > 0 ? sum : undefined;
+}
+
+/** committed ≤ limit and invocations ≤ max on every grant of the chain, and every capability within its budget. */
+export function assertChainWithinLimits(state: TreeState, chain: readonly GrantRef[]): void {
+  for (const ref of chain) {
+    const capability = state.capabilities.get(ref.capability_id);
+    assert(capability !== undefined, `usage for unknown capability ${ref.capability_id}`);
+    const grant = capability.grants[ref.grant_index];
+    assert(grant !== undefined, `usage for unknown grant ${ref.capability_id}#${ref.grant_index}`);
+    const usage = usageOf(state, ref);
+    assert(usage.invocation_count >= 0 && usage.exposed_cost_units >= 0n && usage.realized_cost_units >= 0n, `negative usage on ${ref.capability_id}#${ref.grant_index}`);
+    if (grant.max_invocations !== undefined) {
+      assert(usage.invocation_count <= grant.max_invocations, `invocations ${usage.invocation_count} exceed max ${grant.max_invocations} on ${ref.capability_id}#${ref.grant_index}`);
+    }
+    if (grant.max_total_cost_units !== undefined) {
+      assert(committedOf(usage) <= grant.max_total_cost_units, `committed ${committedOf(usage)} exceeds limit ${grant.max_total_cost_units} on ${ref.capability_id}#${ref.grant_index}`);
+    }
+    assertCapabilityWithinBudget(state, capability);
+  }
+}
+
+export function assertCapabilityWithinBudget(state: TreeState, capability: Capability): void {
+  const spend = spendOf(state, capability.id);
+  assert(spend.committed_units >= 0n && spend.invocation_count >= 0, `negative spend on ${capability.id}`);
+  if (capability.budget_units !== undefined) {
+    assert(spend.committed_units <= capability.budget_units, `capability ${capability.id} committed ${spend.committed_units} beyond its budget ${capability.budget_units}`);
+  }
+  let childrenCommitted = 0n;
+  for (const child of capability.children) childrenCommitted += spendOf(state, child).committed_units;
+  assert(childrenCommitted <= spend.committed_units, `children of ${capability.id} committed ${childrenCommitted}, more than the parent's ${spend.committed_units}`);
+}
+
+/** Siblings' shares never add up to more than the parent's capacity. */
+export function assertSiblingShares(state: TreeState, parentId: string): void {
+  const parent = state.capabilities.get(parentId);
+  assert(parent !== undefined, `unknown parent ${parentId}`);
+  const capacity = capabilityCapacity(parent);
+  if (capacity === undefined) return;
+  let shares = 0n;
+  for (const child of parent.children) shares += state.capabilities.get(child)?.budget_units ?? 0n;
+  assert(shares <= capacity, `children of ${parentId} hold shares ${shares} beyond its capacity ${capacity}`);
+}
+
+/** Every invariant of the whole tree: used by property tests and after a full replay. */
+export function assertTreeInvariants(state: TreeState): void {
+  for (const capability of state.capabilities.values()) {
+    for (let index = 0; index < capability.grants.length; index++) assertChainWithinLimits(state, [{ capability_id: capability.id, grant_index: index }]);
+    assertSiblingShares(state, capability.id);
+  }
+}

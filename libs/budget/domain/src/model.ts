@@ -1,0 +1,180 @@
+// The value types of the delegation-tree aggregate. Money is bigint minor units;
+// time is epoch milliseconds that arrive on commands; commit indexes are stream sequences.
+
+export interface Grant {
+  readonly server_id: string;
+  /** A tool name, or "*" for every tool of the server. */
+  readonly tool_name: string;
+  readonly max_invocations?: number;
+  readonly max_cost_per_invocation?: bigint;
+  readonly max_total_cost_units?: bigint;
+  readonly currency?: string;
+}
+
+/** A grant as stored on a capability: delegated grants remember which parent grant they narrow. */
+export interface StoredGrant extends Grant {
+  readonly parent_grant_index?: number;
+}
+
+export interface GrantRef {
+  readonly capability_id: string;
+  readonly grant_index: number;
+}
+
+export interface Capability {
+  readonly id: string;
+  readonly root_id: string;
+  readonly parent_id?: string;
+  readonly subject_public_key: string;
+  readonly issued_at_ms: number;
+  readonly expires_at_ms: number;
+  readonly grants: readonly StoredGrant[];
+  /** The capability's own budget across all its grants: a delegated share, or a root cap. */
+  readonly budget_units?: bigint;
+  readonly depth: number;
+  readonly children: readonly string[];
+  readonly revoked_at_ms?: number;
+}
+
+export interface Usage {
+  readonly invocation_count: number;
+  readonly exposed_cost_units: bigint;
+  readonly realized_cost_units: bigint;
+}
+
+export const ZERO_USAGE: Usage = { invocation_count: 0, exposed_cost_units: 0n, realized_cost_units: 0n };
+
+export function committedOf(usage: Usage): bigint {
+  return usage.exposed_cost_units + usage.realized_cost_units;
+}
+
+/** What an execution nonce and a hold are bound to. */
+export interface Binding {
+  readonly subject: string;
+  readonly server_id: string;
+  readonly tool_name: string;
+  readonly parameters_hash: string;
+}
+
+export type AdmitContext = { readonly kind: 'standalone' } | { readonly kind: 'session'; readonly session_id: string };
+
+export type HoldStatus =
+  | 'authorized' // budget reserved, not yet captured
+  | 'captured' // invocation captured; dispatch may follow once admitted
+  | 'reversed' // uncaptured hold undone (rollback, cleanup or expiry)
+  | 'cancelled' // captured, then cancelled before dispatch
+  | 'released' // dispatched, then released (elicitation)
+  | 'settled' // dispatched and completed: spend recorded
+  | 'retained'; // dispatched and failed: everything kept (B5)
+
+export type PaymentStatus =
+  | 'none'
+  | 'authorized'
+  | 'declined'
+  | 'insufficient_funds'
+  | 'ambiguous'
+  | 'captured'
+  | 'capture_failed'
+  | 'released'
+  | 'release_pending'
+  | 'release_failed'
+  | 'refunded';
+
+export interface HoldPayment {
+  readonly status: PaymentStatus;
+  readonly reference: string;
+  readonly authorization_id?: string;
+  readonly mode?: PaymentMode;
+  readonly rail_reference?: string;
+  readonly steps: number;
+}
+
+export type PaymentMode = 'reversible_hold' | 'prepaid_final';
+
+export interface Hold {
+  readonly hold_id: string;
+  readonly request_id: string;
+  readonly capability_id: string;
+  readonly grant_index: number;
+  /** The grant and every ancestor grant it narrows, nearest first; spend counts against all. */
+  readonly chain: readonly GrantRef[];
+  readonly exposure_units: bigint;
+  readonly currency?: string;
+  readonly monetary: boolean;
+  readonly preflight: boolean;
+  readonly binding: Binding;
+  readonly context: AdmitContext;
+  readonly expires_at_ms: number;
+  readonly status: HoldStatus;
+  readonly authorize_commit_index: number;
+  readonly capture_event_id?: string;
+  readonly capture_commit_index?: number;
+  readonly admitted: boolean;
+  readonly payment: HoldPayment;
+  readonly lease_id?: string;
+  readonly lease_released: boolean;
+  readonly realized_units?: bigint;
+}
+
+export interface NonceBinding extends Binding {
+  readonly request_id: string;
+  readonly capability_id: string;
+}
+
+export interface Nonce {
+  readonly nonce_id: string;
+  readonly binding: NonceBinding;
+  readonly expires_at_ms: number;
+  readonly consumed_by?: string;
+}
+
+export type AmbiguityKind = 'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
+
+export interface Ambiguity {
+  readonly ambiguity_id: string;
+  readonly kind: AmbiguityKind;
+  readonly hold_id: string;
+  readonly event_id?: string;
+  readonly event_in_stream?: boolean;
+  readonly reference?: string;
+  readonly resolution?: string;
+}
+
+export interface ReceiptRecord {
+  readonly receipt_id: string;
+  readonly command_id: string;
+  readonly request_id?: string;
+  readonly hold_id?: string;
+  /** The signed body, exactly as signed: a replay re-signs it to the same signature. */
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly signature: string;
+  readonly key_id: string;
+  /** Decision extras the caller saw with the receipt (nonce, admission proof), replayed on a retried command. */
+  readonly decision?: Readonly<Record<string, unknown>>;
+}
+
+export type MutationKind =
+  | 'increment_invocation'
+  | 'reserve_invocation'
+  | 'authorize_exposure'
+  | 'capture_invocation'
+  | 'reverse_invocation'
+  | 'cancel_captured_before_dispatch'
+  | 'reverse_exposure'
+  | 'release_exposure'
+  | 'reconcile_spend'
+  | 'capture_spend';
+
+export interface MutationRecord {
+  readonly event_id: string;
+  readonly kind: MutationKind;
+  readonly hold_id: string;
+  readonly request_id: string;
+  readonly capability_id: string;
+  readonly grant_index: number;
+  readonly commit_index: number;
+  readonly at_ms: number;
+  readonly invocation_delta: number;
+  readonly exposed_delta_units: bigint;
+  readonly realized_delta_units: bigint;
+}

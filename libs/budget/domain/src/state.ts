@@ -1,0 +1,103 @@
+// The state of one delegation tree, folded from its events. Collections are read-only
+// maps; evolve replaces only the maps an event touches (copy on write).
+import { ZERO_USAGE, committedOf, type Ambiguity, type Capability, type GrantRef, type Hold, type StoredGrant, type MutationRecord, type Nonce, type ReceiptRecord, type Usage } from './model.js';
+
+export interface CapabilitySpend {
+  readonly invocation_count: number;
+  readonly committed_units: bigint;
+}
+
+export interface TreeState {
+  readonly root_id: string | undefined;
+  readonly capabilities: ReadonlyMap<string, Capability>;
+  /** Usage per (capability, grant), keyed by usageKey. Includes descendants' spend. */
+  readonly usage: ReadonlyMap<string, Usage>;
+  /** Committed spend per capability across all its grants, descendants included. */
+  readonly spend: ReadonlyMap<string, CapabilitySpend>;
+  readonly holds: ReadonlyMap<string, Hold>;
+  /** Request id -> hold id of the (non-preflight) hold it took: the replay guard (B7). */
+  readonly requests: ReadonlyMap<string, string>;
+  /** Request id -> preflight hold id. */
+  readonly preflights: ReadonlyMap<string, string>;
+  readonly nonces: ReadonlyMap<string, Nonce>;
+  readonly ambiguities: ReadonlyMap<string, Ambiguity>;
+  readonly receipts: ReadonlyMap<string, ReceiptRecord>;
+  /** Command id -> receipt id: a retried command gets its original answer. */
+  readonly command_receipts: ReadonlyMap<string, string>;
+  /** Mutation records per usage key, oldest first (B18). */
+  readonly mutations: ReadonlyMap<string, readonly MutationRecord[]>;
+  readonly last_commit_index: number;
+}
+
+export function initialState(): TreeState {
+  return {
+    root_id: undefined,
+    capabilities: new Map(),
+    usage: new Map(),
+    spend: new Map(),
+    holds: new Map(),
+    requests: new Map(),
+    preflights: new Map(),
+    nonces: new Map(),
+    ambiguities: new Map(),
+    receipts: new Map(),
+    command_receipts: new Map(),
+    mutations: new Map(),
+    last_commit_index: 0,
+  };
+}
+
+export const usageKey = (ref: GrantRef): string => `${ref.capability_id}#${ref.grant_index}`;
+
+export function usageOf(state: TreeState, ref: GrantRef): Usage {
+  return state.usage.get(usageKey(ref)) ?? ZERO_USAGE;
+}
+
+export function spendOf(state: TreeState, capabilityId: string): CapabilitySpend {
+  return state.spend.get(capabilityId) ?? { invocation_count: 0, committed_units: 0n };
+}
+
+export function committedUsage(state: TreeState, ref: GrantRef): bigint {
+  return committedOf(usageOf(state, ref));
+}
+
+/** The grant and every ancestor grant it narrows, nearest first. */
+export function grantChain(state: TreeState, start: GrantRef): GrantRef[] {
+  const chain: GrantRef[] = [];
+  let ref: GrantRef | undefined = start;
+  while (ref) {
+    chain.push(ref);
+    const capability: Capability | undefined = state.capabilities.get(ref.capability_id);
+    const grant: StoredGrant | undefined = capability?.grants[ref.grant_index];
+    ref = capability?.parent_id !== undefined && grant?.parent_grant_index !== undefined ? { capability_id: capability.parent_id, grant_index: grant.parent_grant_index } : undefined;
+  }
+  return chain;
+}
+
+/** The capability and its ancestors, nearest first. */
+export function ancestry(state: TreeState, capabilityId: string): Capability[] {
+  const out: Capability[] = [];
+  let current = state.capabilities.get(capabilityId);
+  while (current) {
+    out.push(current);
+    current = current.parent_id === undefined ? undefined : state.capabilities.get(current.parent_id);
+  }
+  return out;
+}
+
+export function descendants(state: TreeState, capabilityId: string): string[] {
+  const out: string[] = [];
+  const stack = [capabilityId];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    out.push(id);
+    stack.push(...(state.capabilities.get(id)?.children ?? []));
+  }
+  return out;
+}
+
+/** Newest first, at most `limit` (B18). */
+export function listMutations(state: TreeState, ref: GrantRef, limit: number): MutationRecord[] {
+  const all = state.mutations.get(usageKey(ref)) ?? [];
+  return all.slice(Math.max(0, all.length - limit)).reverse();
+}
