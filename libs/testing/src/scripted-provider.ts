@@ -12,16 +12,17 @@ export interface ScriptedUsage {
   output_tokens: number;
 }
 
-/** How a streamed response ends after its chunks. */
-export type ScriptedStreamEnd = 'complete' | 'destroy' | 'hang' | 'malformed' | 'error-event';
+/**
+ * How a streamed response ends after its chunks: 'complete' sends usage and the terminator and
+ * closes; 'linger' sends them but keeps the response open; 'destroy' drops the socket; 'hang'
+ * stops sending; 'malformed' sends a broken JSON chunk; 'error-event' sends a provider error event.
+ */
+export type ScriptedStreamEnd = 'complete' | 'linger' | 'destroy' | 'hang' | 'malformed' | 'error-event';
 
 export type ScriptedStep =
   /** Answer with this status (and optional Retry-After) and a provider-shaped error body. */
   | { kind: 'status'; status: number; retryAfter?: string; body?: string; latencyMs?: number }
-  /**
-   * Stream `chunks` as text deltas. `end` decides how it finishes (default 'complete', which
-   * sends usage and the terminator); 'destroy' drops the socket after the chunks.
-   */
+  /** Stream `chunks` as text deltas; `end` (default 'complete') decides how it finishes. */
   | {
       kind: 'stream';
       chunks: string[];
@@ -51,6 +52,8 @@ export interface ScriptedRequest {
   model: string;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** The client's port: equal ports on successive requests mean a reused keep-alive connection. */
+  remotePort: number | undefined;
 }
 
 const DEFAULT_USAGE: ScriptedUsage = { input_tokens: 5, output_tokens: 3 };
@@ -64,6 +67,8 @@ export class ScriptedProvider {
   private readonly seen: ScriptedRequest[] = [];
   private inFlight = 0;
   private inFlightPeak = 0;
+  /** While set, recorded requests wait here before their step plays (see holdResponses). */
+  private gate: { promise: Promise<void>; open: () => void } | undefined;
   /** Cancels pending latencies and chunk delays when the server stops. */
   private readonly stopping = new AbortController();
 
@@ -118,6 +123,24 @@ export class ScriptedProvider {
     return this.seen;
   }
 
+  /** Requests open right now. */
+  get inFlightNow(): number {
+    return this.inFlight;
+  }
+
+  /** Holds every new request (after recording it) until releaseResponses(), to pin concurrency. */
+  holdResponses(): void {
+    if (this.gate) return;
+    let open = (): void => undefined;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    this.gate = { promise, open };
+  }
+
+  releaseResponses(): void {
+    this.gate?.open();
+    this.gate = undefined;
+  }
+
   /** Most requests ever open at once; a client-side connection cap shows up here. */
   get peakInFlight(): number {
     return this.inFlightPeak;
@@ -125,6 +148,7 @@ export class ScriptedProvider {
 
   async stop(): Promise<void> {
     this.stopping.abort();
+    this.releaseResponses();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
     await closed;
@@ -140,7 +164,8 @@ export class ScriptedProvider {
       if (!api || req.method !== 'POST') return void res.writeHead(404).end();
       if (!body || typeof body['model'] !== 'string') return void res.writeHead(400).end('{"error":{"message":"model required"}}');
       const model = body['model'];
-      this.seen.push({ api, model, headers: req.headers, body });
+      this.seen.push({ api, model, headers: req.headers, body, remotePort: req.socket.remotePort });
+      if (this.gate) await this.gate.promise;
       await this.play(this.nextStep(model), api, model, res);
     } catch {
       // The client went away or the server is stopping; there is nobody left to answer.
@@ -180,7 +205,8 @@ export class ScriptedProvider {
   private async stream(step: Extract<ScriptedStep, { kind: 'stream' }>, api: ScriptedApi, model: string, res: ServerResponse): Promise<void> {
     const end = step.end ?? 'complete';
     const usage = step.usage === undefined ? DEFAULT_USAGE : step.usage;
-    const frames = api === 'openai' ? openAiFrames(model, step.chunks, usage, end, step.errorType) : anthropicFrames(model, step.chunks, usage, end, step.errorType);
+    const framesEnd = end === 'linger' ? 'complete' : end;
+    const frames = api === 'openai' ? openAiFrames(model, step.chunks, usage, framesEnd, step.errorType) : anthropicFrames(model, step.chunks, usage, framesEnd, step.errorType);
     const eol = step.lineEnding ?? '\n';
     const events = frames.map((f) => f.replaceAll('\n', eol));
     const withHeartbeats = step.heartbeat ? events.flatMap((e) => [`: ping${eol}${eol}`, e]) : events;
@@ -194,7 +220,7 @@ export class ScriptedProvider {
         await sleep(step.chunkDelayMs, undefined, { signal: this.stopping.signal });
       }
     }
-    if (end === 'hang') return;
+    if (end === 'hang' || end === 'linger') return;
     if (end === 'destroy') {
       // Let the chunks reach the client before the connection drops, like a provider crash.
       await sleep(20, undefined, { signal: this.stopping.signal });

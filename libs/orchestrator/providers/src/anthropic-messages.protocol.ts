@@ -69,6 +69,9 @@ class AnthropicMessagesDecoder implements StreamDecoder {
   get complete(): boolean {
     return this.done;
   }
+  get terminated(): boolean {
+    return this.done;
+  }
 
   onEvent(event: SseEvent): ClassifiedFailure | undefined {
     if (this.done) return undefined;

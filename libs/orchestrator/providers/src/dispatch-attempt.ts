@@ -8,6 +8,9 @@ import { StreamProtocolError, type ProviderProtocol, type StreamDecoder } from '
 import type { DispatchOutcome, DispatchRequest } from './provider-gateway.types.js';
 import { SseOverflowError, SseParser } from './sse-parser.js';
 
+/** How long the body may stay open after the terminal event (see finishBody). */
+const TERMINAL_GRACE_MS = 250;
+
 export interface AttemptLimits {
   /** Longest silence allowed between chunks once the response has started. */
   idleTimeoutMs: number;
@@ -81,7 +84,9 @@ async function consumeStream(
   onProgress?: () => void,
 ): Promise<ClassifiedFailure | undefined> {
   const parser = new SseParser({ eventMaxChars: limits.sseEventMaxChars });
-  for await (const chunk of res) {
+  // Leaving the loop must not destroy the response: after the terminal event the rest of the
+  // body is drained so the keep-alive socket goes back to the pool.
+  for await (const chunk of res.iterator({ destroyOnReturn: false })) {
     state.watchdog.touch();
     onProgress?.();
     for (const event of parser.push(chunk as Buffer)) {
@@ -91,12 +96,37 @@ async function consumeStream(
         return failure;
       }
     }
+    if (state.decoder.terminated) {
+      await finishBody(res);
+      return undefined;
+    }
   }
   for (const event of parser.end()) {
     const failure = state.decoder.onEvent(event);
     if (failure) return failure;
   }
   return undefined;
+}
+
+/**
+ * After the terminal event the outcome is decided. Waiting briefly for the body to close lets
+ * the keep-alive socket return to the pool before the next dispatch; a server that lingers is
+ * cut off after the grace period rather than holding the attempt open.
+ */
+function finishBody(res: IncomingMessage): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      res.destroy();
+      resolve();
+    }, TERMINAL_GRACE_MS);
+    res.on('error', () => undefined); // A late socket error changes nothing now.
+    res.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    res.resume();
+  });
 }
 
 async function statusFailure(target: AttemptTarget, res: IncomingMessage, status: number): Promise<ClassifiedFailure> {

@@ -54,7 +54,9 @@ export class HttpTransport {
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         signal,
       });
-      req.once('error', reject);
+      // 'on', not 'once': a socket can fail again after the response started, and an
+      // unhandled 'error' would crash the worker. Rejecting a settled promise is a no-op.
+      req.on('error', reject);
       req.once('response', (res) => {
         // A late abort must also end the body stream the caller is iterating.
         const onAbort = (): void => {

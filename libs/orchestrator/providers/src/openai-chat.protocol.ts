@@ -65,6 +65,9 @@ class OpenAiChatDecoder implements StreamDecoder {
   get complete(): boolean {
     return this.done || this.finished;
   }
+  get terminated(): boolean {
+    return this.done;
+  }
 
   onEvent(event: SseEvent): ClassifiedFailure | undefined {
     if (this.done) return undefined;

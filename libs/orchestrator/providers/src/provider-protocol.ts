@@ -21,8 +21,10 @@ export interface StreamDecoder {
   readonly output: string;
   /** Set only when the provider reported both token counts; absent means unknown, never zero. */
   readonly usage: Usage | undefined;
-  /** The provider signalled the end of the message (OpenAI `[DONE]`, Anthropic `message_stop`). */
+  /** The message is whole: the provider signalled its end (or, for OpenAI, a finish_reason and a clean close). */
   readonly complete: boolean;
+  /** The terminal event arrived (OpenAI `[DONE]`, Anthropic `message_stop`); nothing after it matters. */
+  readonly terminated: boolean;
 }
 
 export interface ProviderProtocol {

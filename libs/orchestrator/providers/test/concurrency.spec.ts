@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ScriptedProvider } from '@tally/testing';
 import type { ProviderRegistry } from '../src/index.js';
-import { KINDS, noAbort, registryFor, request } from './gateway.fixture.js';
+import { noAbort, registryFor, request } from './gateway.fixture.js';
 
 const IN_FLIGHT = 1_000;
 const LATENCY_MS = 500;
@@ -16,25 +16,48 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function round(registry: ProviderRegistry, model: string): Promise<{ okCount: number; elapsedMs: number }> {
-  const started = performance.now();
-  const outcomes = await Promise.all(Array.from({ length: IN_FLIGHT }, () => registry.dispatch(request(model, { timeout_ms: 30_000 }), noAbort())));
-  return { okCount: outcomes.filter((o) => o.kind === 'ok').length, elapsedMs: performance.now() - started };
+function dispatchAll(registry: ProviderRegistry, model: string) {
+  return Promise.all(Array.from({ length: IN_FLIGHT }, () => registry.dispatch(request(model, { timeout_ms: 60_000 }), noAbort())));
 }
 
-describe.each(KINDS)('concurrency (%s)', (kind) => {
-  it(`O6 ${IN_FLIGHT} concurrent dispatches against ${LATENCY_MS} ms latency are all in flight at once and finish in well under 10 × ${LATENCY_MS} ms`, async () => {
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
+// Both kinds share one transport, so each test uses one kind and together they cover both.
+describe('concurrency', () => {
+  it(`O6 ${IN_FLIGHT} dispatches are open at the provider at the same time (no connection cap)`, async () => {
+    const kind = 'openai';
+    const registry = registryFor(server, kind);
+    const model = `${kind}-gate`;
+    // The server holds every response, so the in-flight count can only reach 1,000 if the
+    // client really opened 1,000 concurrent requests; machine load only makes it slower.
+    server.holdResponses();
+    const outcomes = dispatchAll(registry, model);
+    await waitUntil(() => server.inFlightNow >= IN_FLIGHT, 45_000);
+    const heldAtOnce = server.inFlightNow;
+    server.releaseResponses();
+    const okCount = (await outcomes).filter((o) => o.kind === 'ok').length;
+    registry.close();
+    expect(heldAtOnce).toBe(IN_FLIGHT);
+    expect(okCount).toBe(IN_FLIGHT);
+  });
+
+  it(`O6 ${IN_FLIGHT} concurrent dispatches against ${LATENCY_MS} ms latency finish in well under 10 × ${LATENCY_MS} ms`, async () => {
+    const kind = 'anthropic';
     const registry = registryFor(server, kind);
     const model = `${kind}-bench`;
-    // The first round also opens 1,000 connections, whose cost depends on the machine's load,
-    // so it only has to succeed; the second round measures the pooled steady state a worker runs in.
-    expect((await round(registry, model)).okCount).toBe(IN_FLIGHT);
-    const warm = await round(registry, model);
+    // The first round opens 1,000 connections, whose cost depends on the machine's load, so it
+    // only has to succeed; the second measures the pooled steady state a worker runs in.
+    expect((await dispatchAll(registry, model)).every((o) => o.kind === 'ok')).toBe(true);
+    const started = performance.now();
+    const warm = await dispatchAll(registry, model);
+    const elapsedMs = performance.now() - started;
     registry.close();
-    expect(warm.okCount).toBe(IN_FLIGHT);
+    expect(warm.every((o) => o.kind === 'ok')).toBe(true);
     expect(server.calls(model)).toBe(2 * IN_FLIGHT);
-    // A cap of N connections would hold the server's peak at N and take ⌈1000/N⌉ × 500 ms.
-    expect(server.peakInFlight).toBeGreaterThanOrEqual(0.9 * IN_FLIGHT);
-    expect(warm.elapsedMs).toBeLessThan(10 * LATENCY_MS);
+    // A cap of N connections would take ⌈1000/N⌉ × 500 ms; this bound catches any cap below ~100.
+    expect(elapsedMs).toBeLessThan(10 * LATENCY_MS);
   });
 });
