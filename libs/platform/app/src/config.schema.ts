@@ -33,7 +33,8 @@ export class StreamLimitsConfig {
   @IsInt() @Min(1_000) @Max(86_400_000) duplicate_window_ms = 120_000;
   /** 0 keeps events forever: the event streams are the ledger. */
   @IsInt() @Min(0) max_age_ms = 0;
-  @IsInt() @Min(1_048_576) max_bytes = 10 * 1024 * 1024 * 1024;
+  // JetStream reserves max_bytes up front, so the local default is modest; production sets its own.
+  @IsInt() @Min(1_048_576) max_bytes = 1024 * 1024 * 1024;
   @IsInt() @Min(1_024) @Max(8_388_608) max_msg_size_bytes = 1_048_576;
 }
 

@@ -5,3 +5,6 @@ export * from './health.js';
 export * from './problem.js';
 export * from './boot.js';
 export * from './nats-runtime.js';
+export * from './projection-lease.js';
+export * from './projection-host.js';
+export * from './service-host.js';

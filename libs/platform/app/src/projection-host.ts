@@ -1,0 +1,126 @@
+// Runs a service's projections on the replica that holds the projection lease, restarts
+// a halted runner with a bounded backoff (a halt is a bug, so it is logged loudly), and
+// lets request handlers wait until their own append has been projected.
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { EventRegistry } from '@tally/contracts';
+import { ProjectionRunner, readCheckpoint, type Projection } from '@tally/platform-typeorm';
+import type { DataSource } from 'typeorm';
+import type { JsonLogger } from './json-logger.js';
+import type { ReadinessCheck } from './health.js';
+import type { ProjectionLease } from './projection-lease.js';
+
+export interface ProjectionSpec {
+  readonly projection: Projection;
+  readonly registry: EventRegistry;
+}
+
+export interface ProjectionHostOptions {
+  readonly js: JetStreamClient;
+  readonly dataSource: DataSource;
+  readonly specs: readonly ProjectionSpec[];
+  readonly lease: ProjectionLease;
+  readonly logger: JsonLogger;
+  readonly leaseRenewMs: number;
+  readonly restartDelayMaxMs: number;
+  readonly batchSizeMax: number;
+  readonly batchWaitMs: number;
+  readonly waitPollMs: number;
+}
+
+export class ProjectionHost {
+  private readonly runners: ProjectionRunner[];
+  private running = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private restarts = 0;
+
+  constructor(private readonly options: ProjectionHostOptions) {
+    this.runners = options.specs.map(
+      (spec) =>
+        new ProjectionRunner({
+          js: options.js,
+          dataSource: options.dataSource,
+          registry: spec.registry,
+          projection: spec.projection,
+          batchSizeMax: options.batchSizeMax,
+          batchWaitMs: options.batchWaitMs,
+          catchUpStallMs: 30_000,
+          prefetchMessagesMax: 4_096,
+          idleHeartbeatMs: 5_000,
+          pullExpiresMs: 30_000,
+        }),
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.tick();
+    this.timer = setInterval(() => void this.tick(), this.options.leaseRenewMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.stopRunners();
+    await this.options.lease.release();
+  }
+
+  /** Resolves once `projection` has committed `sequence`; false on timeout. Any replica can ask. */
+  async waitFor(projectionName: string, sequence: number, timeoutMs: number): Promise<boolean> {
+    const spec = this.options.specs.find((s) => s.projection.name === projectionName);
+    if (!spec) throw new Error(`unknown projection ${projectionName}`);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const checkpoint = await readCheckpoint(this.options.dataSource.manager, spec.projection.name, spec.projection.stream);
+      if (checkpoint >= sequence) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, this.options.waitPollMs));
+    }
+  }
+
+  readiness(): ReadinessCheck {
+    return {
+      name: 'projections',
+      check: async () => {
+        const checkpoints: Record<string, number> = {};
+        for (const runner of this.runners) checkpoints[runner.projection.name] = await runner.checkpoint();
+        return { ok: true, details: { leader: this.options.lease.held, restarts: this.restarts, checkpoints } };
+      },
+    };
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const leader = await this.options.lease.tryAcquire();
+    if (leader && !this.running) this.startRunners();
+    if (!leader && this.running) {
+      this.options.logger.event('warn', 'projection lease lost; stopping projections on this replica');
+      await this.stopRunners();
+    }
+  }
+
+  private startRunners(): void {
+    this.running = true;
+    this.options.logger.event('info', 'projection lease taken; running projections', { projections: this.runners.map((r) => r.projection.name) });
+    for (const runner of this.runners) void this.supervise(runner);
+  }
+
+  private async supervise(runner: ProjectionRunner): Promise<void> {
+    let delayMs = 100;
+    while (this.running && !this.stopped) {
+      try {
+        await runner.start();
+        return;
+      } catch (error) {
+        this.restarts++;
+        this.options.logger.event('error', 'projection halted; restarting', { projection: runner.projection.name, error: (error as Error).message, delay_ms: delayMs });
+        await new Promise((r) => setTimeout(r, delayMs));
+        delayMs = Math.min(delayMs * 2, this.options.restartDelayMaxMs);
+      }
+    }
+  }
+
+  private async stopRunners(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.runners.map((r) => r.stop()));
+  }
+}

@@ -1,0 +1,55 @@
+// Only one replica of a service may run its projections at a time: two runners would
+// race on the same checkpoint. Leadership is a lease in a NATS KV bucket whose max age
+// is the lease TTL: the leader renews its key with a revision check; when it dies, the
+// key ages out and a standby's create succeeds. This works the same over SQLite and
+// PostgreSQL because the lock lives in NATS, next to the streams.
+import { Kvm, type KV } from '@nats-io/kv';
+import type { JetStreamClient } from '@nats-io/jetstream';
+
+export interface LeaseOptions {
+  readonly js: JetStreamClient;
+  readonly bucket: string;
+  readonly key: string;
+  readonly holderId: string;
+  readonly ttlMs: number;
+  readonly replicas: number;
+}
+
+export class ProjectionLease {
+  private revision = 0;
+  private constructor(
+    private readonly kv: KV,
+    private readonly options: LeaseOptions,
+  ) {}
+
+  static async open(options: LeaseOptions): Promise<ProjectionLease> {
+    if (!(options.ttlMs >= 1_000)) throw new Error('lease ttlMs must be at least 1000');
+    const kv = await new Kvm(options.js).create(options.bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas, max_bytes: 1_048_576, maxValueSize: 1_024 });
+    return new ProjectionLease(kv, options);
+  }
+
+  get held(): boolean {
+    return this.revision > 0;
+  }
+
+  /** Takes the lease if free (or renews it if held). Returns whether this holder now has it. */
+  async tryAcquire(): Promise<boolean> {
+    try {
+      this.revision = this.held
+        ? await this.kv.update(this.options.key, this.options.holderId, this.revision)
+        : await this.kv.create(this.options.key, this.options.holderId);
+      return true;
+    } catch {
+      // Someone else holds it, or our renewal lost a race: either way we are not the leader.
+      this.revision = 0;
+      return false;
+    }
+  }
+
+  async release(): Promise<void> {
+    if (!this.held) return;
+    const revision = this.revision;
+    this.revision = 0;
+    await this.kv.delete(this.options.key, { previousSeq: revision }).catch(() => undefined);
+  }
+}

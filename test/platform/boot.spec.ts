@@ -1,0 +1,63 @@
+// Proves both services boot on validated config with health, readiness (including the
+// durability report), metrics and OpenAPI, and that bad config stops boot with a clear message.
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deleteNamespaceStreams, ServiceProcess, sharedNatsUrl, uniqueNamespace, type ServiceName } from '@tally/testing';
+
+const dir = mkdtempSync(join(tmpdir(), 'tally-boot-'));
+const running: ServiceProcess[] = [];
+const namespaces: string[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((s) => s.stop()));
+  for (const ns of namespaces) await deleteNamespaceStreams(sharedNatsUrl(), ns);
+});
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  const namespace = uniqueNamespace('boot');
+  namespaces.push(namespace);
+  return {
+    NATS_URL: sharedNatsUrl(),
+    TALLY_NAMESPACE: namespace,
+    TALLY_SQLITE_PATH: join(dir, `${namespace}.sqlite`),
+    TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+    DATABASE_URL: '',
+    ...extra,
+  };
+}
+
+describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot', (service) => {
+  it('bad config stops boot with exit code 78 and a message naming the setting, without a stack trace', async () => {
+    const bad = await ServiceProcess.start({ service, env: env({ NATS_URL: 'http://not-nats', LOG_LEVEL: 'chatty' }), waitReady: false });
+    expect(await bad.waitExit(60_000)).toBe(78);
+    const output = bad.logs();
+    expect(output).toContain('Invalid Tally configuration');
+    expect(output).toMatch(/nats\.url: url must look like nats:\/\/host:port \(from NATS_URL\)/);
+    expect(output).toMatch(/log_level: .* \(from LOG_LEVEL\)/);
+    expect(output).not.toMatch(/\n\s+at .*\.(ts|js):\d+/);
+  });
+
+  it('an unreachable NATS stops boot with exit code 69 and says what to start', async () => {
+    const down = await ServiceProcess.start({ service, env: env({ NATS_URL: 'nats://127.0.0.1:9', TALLY__NATS__CONNECT_TIMEOUT_MS: '500' }), waitReady: false });
+    expect(await down.waitExit(60_000)).toBe(69);
+    expect(down.logs()).toMatch(/NATS at nats:\/\/127\.0\.0\.1:9 is not available\. Start a nats-server with JetStream/);
+  });
+
+  it('serves /healthz, /readyz with the durability report, /metrics and /openapi.json', async () => {
+    const svc = await ServiceProcess.start({ service, env: env() });
+    running.push(svc);
+    expect(await (await fetch(`${svc.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = (await (await fetch(`${svc.url}/readyz`)).json()) as { status: string; checks: Record<string, { ok: boolean; details: Record<string, unknown> }> };
+    expect(ready.status).toBe('ready');
+    expect(ready.checks['database']!.ok).toBe(true);
+    const durability = ready.checks['nats']!.details['durability'] as { server_version: string; acks_backed_by_fsync: boolean; streams: { replicas: number }[] };
+    expect(durability.server_version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(typeof durability.acks_backed_by_fsync).toBe('boolean');
+    expect(durability.streams.length).toBeGreaterThanOrEqual(5);
+    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+    expect(metrics).toContain('process_cpu_user_seconds_total');
+    const openapi = (await (await fetch(`${svc.url}/openapi.json`)).json()) as { openapi: string };
+    expect(openapi.openapi).toMatch(/^3\./);
+  });
+});
