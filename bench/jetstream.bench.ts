@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import { EventRegistry, Headers, tallyNames, type EventMessage, type TallyNames } from '@tally/contracts';
-import { connectNats, ensureStream, JetStreamEventStore } from '@tally/platform-jetstream';
+import { connectNats, DIRECT_READ_EVENTS_MAX, ensureStream, JetStreamEventStore } from '@tally/platform-jetstream';
 import { IsInt, IsString, Length, Min } from 'class-validator';
 import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
 
@@ -36,21 +36,36 @@ function benchEvent(aggregate: string, i: number): Omit<EventMessage, 'schemaVer
 interface Timed {
   readonly opsPerSecond: number;
   readonly latenciesMs: number[];
+  /** This process's CPU time per operation: what the client itself spends, which machine noise barely moves. */
+  readonly cpuUsPerOp: number;
 }
 
-/** Runs `op` count times, one at a time, timing each. */
-async function sequential(count: number, op: (i: number) => Promise<unknown>): Promise<Timed> {
-  const latenciesMs: number[] = [];
-  const started = performance.now();
+/**
+ * Runs several sequential operations turn by turn (a, b, c, a, b, c, …), timing each.
+ * Interleaving puts every contender under the same noise from the rest of the machine,
+ * which a 2-core box shared with other work has plenty of.
+ */
+async function interleaved(count: number, ops: readonly ((i: number) => Promise<unknown>)[]): Promise<Timed[]> {
+  const latencies = ops.map(() => [] as number[]);
+  const cpuUs = ops.map(() => 0);
   for (let i = 0; i < count; i++) {
-    const t = performance.now();
-    await op(i);
-    latenciesMs.push(performance.now() - t);
+    for (let k = 0; k < ops.length; k++) {
+      const cpu = process.cpuUsage();
+      const t = performance.now();
+      await ops[k]!(i);
+      latencies[k]!.push(performance.now() - t);
+      const used = process.cpuUsage(cpu);
+      cpuUs[k]! += used.user + used.system;
+    }
   }
-  return { opsPerSecond: count / ((performance.now() - started) / 1000), latenciesMs: latenciesMs.sort((a, b) => a - b) };
+  return latencies.map((l, k) => ({
+    opsPerSecond: count / (l.reduce((a, b) => a + b, 0) / 1000),
+    latenciesMs: l.sort((a, b) => a - b),
+    cpuUsPerOp: cpuUs[k]! / count,
+  }));
 }
 
-/** Runs `lanes` independent sequential loops at once, `perLane` operations each. */
+/** Runs `laneCount` independent sequential loops at once, `perLane` operations each; returns ops/s. */
 async function lanes(laneCount: number, perLane: number, op: (lane: number, i: number) => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await Promise.all(
@@ -61,12 +76,22 @@ async function lanes(laneCount: number, perLane: number, op: (lane: number, i: n
   return (laneCount * perLane) / ((performance.now() - started) / 1000);
 }
 
+/** Alternates whole runs of each contender for `rounds` rounds; returns each one's median. */
+async function alternating(rounds: number, runs: readonly ((round: number) => Promise<number>)[]): Promise<number[]> {
+  const results = runs.map(() => [] as number[]);
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < runs.length; k++) results[k]!.push(await runs[k]!(round));
+  }
+  return results.map((r) => r.sort((a, b) => a - b)[Math.floor(r.length / 2)]!);
+}
+
 function seqRows(name: string, timed: Timed, baselineCase: string | undefined, note: string): BenchRow[] {
   const base = baselineCase === undefined ? {} : { baselineCase };
   return [
     { suite: SUITE, case: name, metric: 'ops/s', value: timed.opsPerSecond, ...base, note },
     { suite: SUITE, case: name, metric: 'p50 ms', value: percentile(timed.latenciesMs, 50), ...base },
     { suite: SUITE, case: name, metric: 'p99 ms', value: percentile(timed.latenciesMs, 99), ...base },
+    { suite: SUITE, case: name, metric: 'client cpu us/op', value: timed.cpuUsPerOp, ...base },
   ];
 }
 
@@ -119,61 +144,97 @@ export const jetstreamSuite: BenchSuite = {
   },
 };
 
-async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Awaited<ReturnType<typeof jetstreamManager>>, names: TallyNames): Promise<BenchRow[]> {
-  const store = new JetStreamEventStore(js, jsm, { stream: names.workEventsStream, registry, publishTimeoutMs: 10_000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 });
-  const seqCount = Math.max(50, Math.round(3000 * ctx.scale));
-  const perLane = Math.max(4, Math.round(60 * ctx.scale));
-  const pipelined = IN_FLIGHT * perLane;
+type Jsm = Awaited<ReturnType<typeof jetstreamManager>>;
+
+async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: TallyNames): Promise<BenchRow[]> {
+  const storeOptions = { stream: names.workEventsStream, registry, publishTimeoutMs: 10_000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 };
+  const store = new JetStreamEventStore(js, jsm, storeOptions);
+  const seqCount = Math.max(50, Math.round(2000 * ctx.scale));
+  const perLane = Math.max(4, Math.round(20 * ctx.scale));
+  const rounds = 3;
   const payload = registry.encode(benchEvent('raw', 0));
   const subject = (name: string) => names.workEventSubject(name);
   const rows: BenchRow[] = [];
 
-  ctx.log(`jetstream: raw publish, ${seqCount} sequential and ${pipelined} with ${IN_FLIGHT} in flight`);
-  const rawSeq = await sequential(seqCount, (i) => js.publish(subject('raw-plain'), payload, { msgID: `plain-${i}`, timeout: 10_000 }));
-  rows.push(...seqRows('raw publish sequential', rawSeq, undefined, 'await each ack'));
-  const rawWindow = await lanes(IN_FLIGHT, perLane, (lane, i) => js.publish(subject('raw-window'), payload, { msgID: `window-${lane}-${i}`, timeout: 10_000 }));
-  rows.push({ suite: SUITE, case: `raw publish ${IN_FLIGHT} in flight`, metric: 'ops/s', value: rawWindow, baselineCase: 'raw publish sequential' });
+  ctx.log('jetstream: warm-up');
+  let warm = 0;
+  await interleaved(200, [
+    (i) => js.publish(subject('warm-raw'), payload, { msgID: `warm-${i}`, timeout: 10_000 }),
+    async (i) => (warm = (await store.append(subject('warm-store'), [benchEvent('warm-store', i)], warm)).lastSequence),
+  ]);
 
-  ctx.log('jetstream: raw OCC publish (Nats-Expected-Last-Subject-Sequence)');
-  let last = 0;
-  const rawOcc = await sequential(seqCount, async (i) => (last = (await rawOccPublish(js, subject('raw-occ'), payload, `occ-${i}`, last)).seq));
-  rows.push(...seqRows('raw OCC publish sequential', rawOcc, 'raw publish sequential', 'msg id + expected last subject seq'));
-  const lastByLane = new Array<number>(SUBJECTS).fill(0);
-  const rawOccPipe = await lanes(SUBJECTS, perLane, async (lane, i) => {
-    lastByLane[lane] = (await rawOccPublish(js, subject(`raw-occ-${lane}`), payload, `occp-${lane}-${i}`, lastByLane[lane]!)).seq;
-  });
-  rows.push({ suite: SUITE, case: `raw OCC pipelined ${SUBJECTS} subjects`, metric: 'ops/s', value: rawOccPipe, baselineCase: `raw publish ${IN_FLIGHT} in flight`, note: 'one in flight per subject' });
+  ctx.log(`jetstream: sequential, ${seqCount} each of raw publish, raw OCC publish and store append, interleaved`);
+  let rawLast = 0;
+  let storeLast = 0;
+  const [rawSeq, rawOcc, storeSeq] = await interleaved(seqCount, [
+    (i) => js.publish(subject('raw-plain'), payload, { msgID: `plain-${i}`, timeout: 10_000 }),
+    async (i) => (rawLast = (await rawOccPublish(js, subject('raw-occ'), payload, `occ-${i}`, rawLast)).seq),
+    async (i) => (storeLast = (await store.append(subject('store-seq'), [benchEvent('store-seq', i)], storeLast)).lastSequence),
+  ]);
+  rows.push(...seqRows('raw publish sequential', rawSeq!, undefined, 'await each ack'));
+  rows.push(...seqRows('raw OCC publish sequential', rawOcc!, 'raw publish sequential', 'msg id + expected last subject seq'));
+  rows.push(...seqRows('store append sequential', storeSeq!, 'raw OCC publish sequential', 'encode + validate + OCC'));
 
-  ctx.log('jetstream: event store append');
-  let expected = 0;
-  const storeSeq = await sequential(seqCount, async (i) => (expected = (await store.append(subject('store-seq'), [benchEvent('store-seq', i)], expected)).lastSequence));
-  rows.push(...seqRows('store append sequential', storeSeq, 'raw OCC publish sequential', 'encode + validate + OCC'));
-  const expectedByLane = new Array<number>(SUBJECTS).fill(0);
-  const storePipe = await lanes(SUBJECTS, perLane, async (lane, i) => {
-    const agg = `store-p${lane}`;
-    expectedByLane[lane] = (await store.append(subject(agg), [benchEvent(agg, i)], expectedByLane[lane]!)).lastSequence;
-  });
-  rows.push({ suite: SUITE, case: `store append pipelined ${SUBJECTS} aggregates`, metric: 'ops/s', value: storePipe, baselineCase: `raw OCC pipelined ${SUBJECTS} subjects`, note: 'one in flight per aggregate' });
+  ctx.log(`jetstream: pipelined, ${rounds} alternating rounds of ${IN_FLIGHT * perLane} each`);
+  const rawByLane = new Array<number>(SUBJECTS).fill(0);
+  const storeByLane = new Array<number>(SUBJECTS).fill(0);
+  const [rawWindow, rawOccPipe, storePipe] = await alternating(rounds, [
+    (round) => lanes(IN_FLIGHT, perLane, (lane, i) => js.publish(subject('raw-window'), payload, { msgID: `window-${round}-${lane}-${i}`, timeout: 10_000 })),
+    (round) =>
+      lanes(SUBJECTS, perLane, async (lane, i) => {
+        rawByLane[lane] = (await rawOccPublish(js, subject(`raw-occ-${lane}`), payload, `occp-${round}-${lane}-${i}`, rawByLane[lane]!)).seq;
+      }),
+    (round) =>
+      lanes(SUBJECTS, perLane, async (lane, i) => {
+        const agg = `store-p${lane}`;
+        storeByLane[lane] = (await store.append(subject(agg), [benchEvent(agg, round * perLane + i)], storeByLane[lane]!)).lastSequence;
+      }),
+  ]);
+  rows.push({ suite: SUITE, case: `raw publish ${IN_FLIGHT} in flight`, metric: 'ops/s', value: rawWindow!, baselineCase: 'raw publish sequential', note: `median of ${rounds}` });
+  rows.push({ suite: SUITE, case: `raw OCC pipelined ${SUBJECTS} subjects`, metric: 'ops/s', value: rawOccPipe!, baselineCase: `raw publish ${IN_FLIGHT} in flight`, note: 'one in flight per subject' });
+  rows.push({ suite: SUITE, case: `store append pipelined ${SUBJECTS} aggregates`, metric: 'ops/s', value: storePipe!, baselineCase: `raw OCC pipelined ${SUBJECTS} subjects`, note: 'one in flight per aggregate' });
 
-  ctx.log(`jetstream: replay of ${seqCount} events`);
-  const rawReplay = await replayRaw(js, names.workEventsStream, subject('raw-occ'), seqCount);
-  rows.push({ suite: SUITE, case: 'raw ordered-consumer replay', metric: 'events/s', value: rawReplay, note: 'JSON.parse only' });
-  const loadStarted = performance.now();
-  const loaded = await store.load(subject('store-seq'));
-  if (loaded.events.length !== seqCount) throw new Error(`store load returned ${loaded.events.length} events, expected ${seqCount}`);
-  const storeLoad = seqCount / ((performance.now() - loadStarted) / 1000);
-  rows.push({ suite: SUITE, case: 'store load', metric: 'events/s', value: storeLoad, baselineCase: 'raw ordered-consumer replay', note: 'decode + validate + upcast' });
+  ctx.log(`jetstream: replay of ${seqCount} events, ${rounds} alternating rounds`);
+  const [rawReplay, storeLoad] = await alternating(rounds, [
+    () => replayRaw(js, names.workEventsStream, subject('raw-occ'), seqCount),
+    async () => {
+      const started = performance.now();
+      const loaded = await store.load(subject('store-seq'));
+      if (loaded.events.length !== seqCount) throw new Error(`store load returned ${loaded.events.length} events, expected ${seqCount}`);
+      return seqCount / ((performance.now() - started) / 1000);
+    },
+  ]);
+  rows.push({ suite: SUITE, case: 'raw ordered-consumer replay', metric: 'events/s', value: rawReplay!, note: 'JSON.parse only' });
+  rows.push({ suite: SUITE, case: 'store load', metric: 'events/s', value: storeLoad!, baselineCase: 'raw ordered-consumer replay', note: 'decode + validate + upcast' });
 
-  rows.push(...(await smallLoads(store, subject)));
+  rows.push(...(await smallLoads(ctx, js, jsm, storeOptions, subject('catchup'))));
   return rows;
 }
 
-/** decide-and-append loads small aggregates; its latency matters more than replay speed. */
-async function smallLoads(store: JetStreamEventStore, subject: (name: string) => string): Promise<BenchRow[]> {
-  const small = subject('store-p0');
-  const timed = await sequential(300, () => store.load(small));
-  return [
-    { suite: SUITE, case: 'store load small aggregate', metric: 'p50 ms', value: percentile(timed.latenciesMs, 50), note: 'whole aggregate of the pipelined run' },
-    { suite: SUITE, case: 'store load small aggregate', metric: 'p99 ms', value: percentile(timed.latenciesMs, 99) },
-  ];
+/**
+ * decide-and-append reloads an aggregate before every decision, and a cached state
+ * only needs the events after it, so small catch-ups dominate: the default store
+ * (direct gets for a gap of at most DIRECT_READ_EVENTS_MAX) against the ordered consumer.
+ */
+async function smallLoads(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, storeOptions: ConstructorParameters<typeof JetStreamEventStore>[2], subject: string): Promise<BenchRow[]> {
+  const direct = new JetStreamEventStore(js, jsm, storeOptions);
+  const ordered = new JetStreamEventStore(js, jsm, { ...storeOptions, directReadEventsMax: 0 });
+  const sequences: number[] = [];
+  for (let i = 0; i < 8; i++) sequences.push((await direct.append(subject, [benchEvent('catchup', i)], sequences.at(-1) ?? 0)).lastSequence);
+  const count = Math.max(20, Math.round(150 * ctx.scale));
+  const rows: BenchRow[] = [];
+  for (const events of [1, DIRECT_READ_EVENTS_MAX]) {
+    ctx.log(`jetstream: ${count} catch-up loads of ${events} event(s), direct get and ordered consumer interleaved`);
+    const after = sequences[sequences.length - 1 - events]!;
+    const [viaDirect, viaOrdered] = await interleaved(count, [() => direct.load(subject, after), () => ordered.load(subject, after)]);
+    const orderedCase = `store load catch-up ${events}, ordered consumer`;
+    const directCase = `store load catch-up ${events}, direct get`;
+    rows.push(
+      { suite: SUITE, case: orderedCase, metric: 'p50 ms', value: percentile(viaOrdered!.latenciesMs, 50), note: 'directReadEventsMax: 0' },
+      { suite: SUITE, case: orderedCase, metric: 'p99 ms', value: percentile(viaOrdered!.latenciesMs, 99) },
+      { suite: SUITE, case: directCase, metric: 'p50 ms', value: percentile(viaDirect!.latenciesMs, 50), baselineCase: orderedCase, note: `default (gap <= ${DIRECT_READ_EVENTS_MAX})` },
+      { suite: SUITE, case: directCase, metric: 'p99 ms', value: percentile(viaDirect!.latenciesMs, 99), baselineCase: orderedCase },
+    );
+  }
+  return rows;
 }

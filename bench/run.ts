@@ -22,14 +22,14 @@ function context(): BenchContext {
   };
 }
 
-/** Throughput compares as value/baseline; a latency (a metric in ms) as baseline/value, so > 1 is better either way. */
+/** Throughput compares as value/baseline; a cost (a metric in ms or us) as baseline/value, so > 1 is better either way. */
 function fillRatios(rows: BenchRow[]): void {
   for (const row of rows) {
     if (row.baselineCase === undefined) continue;
     const candidates = rows.filter((r) => r.case === row.baselineCase && r.metric === row.metric);
     const baseline = candidates.find((r) => r.suite === row.suite) ?? candidates[0];
     if (!baseline || !(baseline.value > 0) || !(row.value > 0)) continue;
-    row.ratio = /\bms\b/.test(row.metric) ? baseline.value / row.value : row.value / baseline.value;
+    row.ratio = /\b(ms|us)\b/.test(row.metric) ? baseline.value / row.value : row.value / baseline.value;
   }
 }
 

@@ -71,26 +71,39 @@ describe('JetStream event store', () => {
     expect(tail.events.map((e) => e.event.payload['by'])).toEqual(Array.from({ length: 50 }, (_, i) => 250 + i));
   });
 
-  it('a load returns the same events whether it reads by direct get, by ordered consumer, or both', async () => {
+  it('a load returns the same events whether it reads by direct get or by ordered consumer', async () => {
     const subject = f.names.workEventSubject('agg-paths');
-    let expected = 0;
-    let firstSequence = 0;
+    const sequences: number[] = [];
     for (let i = 0; i < 40; i++) {
       const other = f.names.workEventSubject('paths-noise');
       await f.store.append(other, [counterEvent(`pn-${i}`, 'paths-noise', 1, 'n')], await f.store.lastSequence(other));
-      expected = (await f.store.append(subject, [counterEvent(`p-${i}`, 'agg-paths', i, 'w')], expected)).lastSequence;
-      if (i === 0) firstSequence = expected;
+      sequences.push((await f.store.append(subject, [counterEvent(`p-${i}`, 'agg-paths', i, 'w')], sequences.at(-1) ?? 0)).lastSequence);
     }
-    const loads = await Promise.all(
-      [0, 5, 1000].map((directReadEventsMax) =>
-        new JetStreamEventStore(f.js, f.jsm, { stream: f.names.workEventsStream, registry: counterRegistry(), publishTimeoutMs: 5000, loadEventsMax: 1000, loadIdleTimeoutMs: 5000, directReadEventsMax }).load(subject, firstSequence),
-      ),
-    );
-    const ids = loads.map((l) => l.events.map((e) => e.event.eventId));
-    // Loading after p-0's sequence starts at p-1, with noise events interleaved in the stream.
-    expect(ids[0]).toEqual(Array.from({ length: 39 }, (_, i) => `p-${i + 1}`));
-    expect(ids[1]).toEqual(ids[0]);
-    expect(ids[2]).toEqual(ids[0]);
-    expect(loads.map((l) => l.lastSequence)).toEqual([expected, expected, expected]);
+    const store = (directReadEventsMax: number) =>
+      new JetStreamEventStore(f.js, f.jsm, { stream: f.names.workEventsStream, registry: counterRegistry(), publishTimeoutMs: 5000, loadEventsMax: 1000, loadIdleTimeoutMs: 5000, directReadEventsMax });
+    const ids = (events: readonly { event: { eventId: string } }[]) => events.map((e) => e.event.eventId);
+    // A long read with noise interleaved: all direct (the gap is under 1000) against all ordered.
+    const [direct, ordered] = await Promise.all([store(1000).load(subject, sequences[0]), store(0).load(subject, sequences[0])]);
+    expect(ids(direct.events)).toEqual(Array.from({ length: 39 }, (_, i) => `p-${i + 1}`));
+    expect(ids(ordered.events)).toEqual(ids(direct.events));
+    expect(direct.lastSequence).toBe(sequences[39]);
+    // A small catch-up, as after one's own append: the default store reads it by direct get.
+    const catchUp = await f.store.load(subject, sequences[37]);
+    expect(ids(catchUp.events)).toEqual(['p-38', 'p-39']);
+    expect(ids((await store(0).load(subject, sequences[37])).events)).toEqual(['p-38', 'p-39']);
+  });
+
+  it('a stream without allow_direct still loads small catch-ups, through the ordered consumer', async () => {
+    const stream = f.names.budgetEventsStream;
+    await f.jsm.streams.add({ name: stream, subjects: [f.names.budgetEventsWildcard], allow_direct: false });
+    try {
+      const store = new JetStreamEventStore(f.js, f.jsm, { stream, registry: counterRegistry(), publishTimeoutMs: 5000, loadEventsMax: 100, loadIdleTimeoutMs: 5000 });
+      const subject = f.names.budgetEventSubject('nodirect');
+      const first = await store.append(subject, [counterEvent('nd-1', 'nodirect', 1, 'w'), counterEvent('nd-2', 'nodirect', 2, 'w')], 0);
+      const { events } = await store.load(subject, first.sequences[0]);
+      expect(events.map((e) => e.event.eventId)).toEqual(['nd-2']);
+    } finally {
+      await f.jsm.streams.delete(stream);
+    }
   });
 });
