@@ -56,6 +56,6 @@ describe('durable commands: idempotency by command id', () => {
     // …and the server answered it from the cache and acked it.
     expect(again).toEqual(first);
     expect(h.probe.callsOf('cmd-late')).toBe(1);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 2000)).toBe(0);
+    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
   });
 });

@@ -1,9 +1,9 @@
 // Measures the command round trip (client publish → PubAck → handler → reply cache →
 // reply → ack) on the local nats-server: sequentially, and open-loop at half of the
 // saturation rate, which is the operating point the Admit latency budget is set for.
-// The numbers are printed. On a shared CI box they swing with other load, so the bound
-// asserted by default is a loose smoke check; TALLY_LATENCY_STRICT=1 asserts the
-// hot-path budget itself (p99 <= 10 ms) on a quiet machine.
+// It is a measurement, so it runs only when asked (TALLY_LATENCY=1): on a shared CI box
+// the numbers swing with other load. The bound asserted is then a loose smoke check;
+// TALLY_LATENCY_STRICT=1 asserts the hot-path budget itself (p99 <= 10 ms).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { JetStreamCommandClient } from '../src/index.js';
 import { Harness } from './fixtures.js';
@@ -17,7 +17,9 @@ function percentiles(samples: number[]): { p50: number; p99: number; max: number
   return { p50: at(0.5), p99: at(0.99), max: at(1), n: sorted.length };
 }
 
-describe('durable commands: latency', () => {
+const measure = process.env['TALLY_LATENCY'] === '1' || process.env['TALLY_LATENCY_STRICT'] === '1' ? describe : describe.skip;
+
+measure('durable commands: latency', () => {
   let h: Harness;
   let client: JetStreamCommandClient;
   let seq = 0;

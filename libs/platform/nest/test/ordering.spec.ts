@@ -41,7 +41,7 @@ describe('durable commands: ack after append', () => {
     const { events } = await h.store.load(h.names.workEventSubject('acct-1'));
     expect(events.map((e) => e.event.eventId)).toEqual(['evt-cmd-ord-1']);
     expect(answer.value.sequence).toBe(events[0]!.sequence);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 2000)).toBe(0);
+    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
   });
 
   it('a command is acked only after its events are appended: a handler that fails after appending is retried and the event appears exactly once', async () => {
@@ -56,7 +56,7 @@ describe('durable commands: ack after append', () => {
     expect(h.probe.callsOf('cmd-ord-2')).toBe(2);
     const { events } = await h.store.load(h.names.workEventSubject('acct-2'));
     expect(events.map((e) => e.event.eventId)).toEqual(['evt-cmd-ord-2']);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 2000)).toBe(0);
+    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
     expect(await h.deadLetters()).toEqual([]);
   });
 });
