@@ -3,7 +3,24 @@
 // survives a restart, O7 admission before every paid call.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { messagesOf } from '@tally/orchestrator-domain';
+import type { ProviderGateway } from '@tally/orchestrator-application';
 import { workFixture, type WorkFixture } from './work.fixture.js';
+
+/** The real gateway, calling `then` shortly after the first streamed chunk of an attempt arrived. */
+function onFirstChunk(gateway: ProviderGateway, then: () => void): ProviderGateway {
+  return {
+    dispatch: (req, signal, onProgress) => {
+      let fired = false;
+      return gateway.dispatch(req, signal, () => {
+        onProgress?.();
+        if (!fired) {
+          fired = true;
+          setTimeout(then, 50);
+        }
+      });
+    },
+  };
+}
 
 describe('dispatch worker', () => {
   let f: WorkFixture;
@@ -60,15 +77,9 @@ describe('dispatch worker', () => {
   it('O3 an abort mid-stream ends the work Aborted: attempt cancelled, partial output kept in the log and projection, never retried', async () => {
     f.provider.script('slow-model', [{ kind: 'stream', chunks: ['partial ', 'answer'], end: 'hang' }]);
     await f.submit('o3', { route: [{ provider: 'scripted', model: 'slow-model' }], limits: { max_retries: 3 } });
-    let aborted = false;
-    const onProgress = () => {
-      // Abort through the API path once the stream has started.
-      if (!aborted && f.provider.calls('slow-model') > 0) {
-        aborted = true;
-        setTimeout(() => void f.units.requestAbort('o3', 'user pressed stop', 'abort-o3'), 100);
-      }
-    };
-    const result = await f.worker().process('o3', { onProgress });
+    // Abort through the API path once the stream has delivered its chunks.
+    const gateway = onFirstChunk(f.gateway, () => void f.units.requestAbort('o3', 'user pressed stop', 'abort-o3'));
+    const result = await f.worker({ gateway }).process('o3');
 
     expect(result).toMatchObject({ kind: 'ended', status: 'aborted' });
     const receipt = await f.units.receipt('o3');
@@ -85,9 +96,17 @@ describe('dispatch worker', () => {
     f.provider.script('slow-model', [{ kind: 'stream', chunks: ['partial answer'], end: 'hang' }]);
     await f.submit('o3b', { route: [{ provider: 'scripted', model: 'slow-model' }] });
     const controller = new AbortController();
-    const result = await f.worker().process('o3b', { signal: controller.signal, onProgress: () => setTimeout(() => controller.abort(), 50) });
+    const result = await f.worker({ gateway: onFirstChunk(f.gateway, () => controller.abort()) }).process('o3b', { signal: controller.signal });
     expect(result).toMatchObject({ kind: 'ended', status: 'aborted' });
     expect((await f.units.messages(['o3b'])).at(-1)?.content).toContain('partial answer');
+  });
+
+  it('O3 an abort requested while the unit waits in the queue ends it Aborted without any call', async () => {
+    await f.submit('o3c');
+    expect(await f.units.requestAbort('o3c', 'changed my mind', 'abort-o3c')).toEqual({ ok: true });
+    expect(await f.worker().process('o3c')).toMatchObject({ kind: 'ended', status: 'aborted', error: 'changed my mind' });
+    expect(f.provider.calls()).toBe(0);
+    expect(f.budget.admits).toHaveLength(0);
   });
 
   it('O4 the log is header, message, receipt, message, turn-card, and a replay from a fresh connection gives the same receipts and messages', async () => {
