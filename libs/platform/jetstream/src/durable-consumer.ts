@@ -71,7 +71,7 @@ export function nakDelayFor(deliveryCount: number, baseMs: number, maxMs: number
 }
 
 function assertOptions<T>(o: DurableConsumerOptions<T>): void {
-  const positive = ['ackWaitMs', 'deliveriesMax', 'ackPendingMax', 'fetchBatch', 'concurrency', 'workingIntervalMs', 'nakDelayMs', 'ackTimeoutMs', 'stopTimeoutMs'] as const;
+  const positive = ['ackWaitMs', 'deliveriesMax', 'ackPendingMax', 'fetchBatch', 'concurrency', 'workingIntervalMs', 'nakDelayMs', 'ackTimeoutMs', 'fetchRetryDelayMs', 'stopTimeoutMs'] as const;
   for (const key of positive) if (!(o[key] > 0)) throw new Error(`consumer ${o.durable}: ${key} must be > 0, got ${o[key]}`);
   if (!(o.expiresMs >= 1000)) throw new Error(`consumer ${o.durable}: expiresMs must be >= 1000`);
   if (!(o.nakDelayMaxMs >= o.nakDelayMs)) throw new Error(`consumer ${o.durable}: nakDelayMaxMs must be >= nakDelayMs`);
@@ -115,6 +115,7 @@ class ConsumerLoop<T> {
   private readonly inFlight = new Set<Promise<void>>();
   private wake: (() => void) | undefined;
   private interrupt: (() => void) | undefined;
+  private fetchFailures = 0;
 
   constructor(
     private readonly o: DurableConsumerOptions<T>,
@@ -132,9 +133,12 @@ class ConsumerLoop<T> {
       try {
         this.current = await this.consumer.fetch({ max_messages: Math.min(this.o.fetchBatch, free), expires: this.o.expiresMs });
         for await (const msg of this.current) this.dispatch(msg);
+        if (this.fetchFailures > 0) this.o.logger?.info('fetching again', { durable: this.o.durable, failedFetches: this.fetchFailures });
+        this.fetchFailures = 0;
       } catch (error) {
         if (this.stopping) break;
-        this.o.logger?.warn('fetch failed; retrying', { durable: this.o.durable, error: String(error) });
+        // One line per outage (and a reminder every 100 failures), not one per retry.
+        if (this.fetchFailures++ % 100 === 0) this.o.logger?.warn('fetch failed; retrying', { durable: this.o.durable, failedFetches: this.fetchFailures, error: String(error) });
         await this.sleep(this.o.fetchRetryDelayMs);
       } finally {
         this.current = undefined;
@@ -198,7 +202,7 @@ class ConsumerLoop<T> {
   }
 
   private async process(msg: JsMsg): Promise<void> {
-    const decoded = this.o.decode(msg);
+    const decoded = safeDecode(this.o.decode, msg);
     if (!decoded.ok) {
       const reason = 'reason' in decoded ? decoded.reason : classify(decoded.errors);
       await this.deadLetterThenTerm(msg, reason, `${reason}: ${decoded.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, decoded.errors);
@@ -266,6 +270,15 @@ class ConsumerLoop<T> {
     // Terminate only what is safely copied; otherwise let it come back and try again.
     if (published) msg.term(this.termWithReason ? reason : undefined);
     else msg.nak(this.o.nakDelayMaxMs);
+  }
+}
+
+/** A decoder that throws is treated like one that refuses: the message is poison either way. */
+function safeDecode<T>(decode: (msg: JsMsg) => ConsumerDecoded<T>, msg: JsMsg): ConsumerDecoded<T> {
+  try {
+    return decode(msg);
+  } catch (error) {
+    return { ok: false, reason: 'decode_failed', errors: [{ field: '$', message: `decoder threw: ${errorText(error)}` }] };
   }
 }
 
