@@ -132,4 +132,32 @@ describe('durable consumer', () => {
     expect(info.num_redelivered).toBe(0);
     expect(await deadLetters(f.jsm, f.names)).toHaveLength(0);
   });
+
+  it('never runs more than `concurrency` handlers at once, and stop() waits for the running ones to finish', async () => {
+    for (let i = 0; i < 20; i++) await publish(JSON.stringify({ work_id: `w${i}`, cost_minor: 1 }));
+    let running = 0;
+    let peak = 0;
+    const finished: string[] = [];
+    handle = await startDurableConsumer(
+      options({
+        concurrency: 3,
+        fetchBatch: 10,
+        handle: async (item) => {
+          peak = Math.max(peak, ++running);
+          await sleep(40);
+          running--;
+          finished.push(item.work_id);
+        },
+      }),
+    );
+    await eventually('some handlers started', () => finished.length >= 5, 10_000);
+    await handle.stop();
+    handle = undefined;
+    expect(running).toBe(0);
+    const done = finished.length;
+    await sleep(200);
+    expect(finished.length).toBe(done);
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(peak).toBe(3);
+  });
 });
