@@ -4,10 +4,12 @@
 import { performance } from 'node:perf_hooks';
 import type { BenchContext, BenchRow, BenchSuite } from './lib.js';
 import { jetstreamSuite } from './jetstream.bench.js';
+import { commandsSuite } from './commands.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
   jetstreamSuite,
+  commandsSuite,
 ];
 // ---- End of suites. ----
 

@@ -1,0 +1,135 @@
+// Durable-command suite: the command round trip (client publish → PubAck → delivery →
+// reply-cache read → handler → cache write → reply → ack) on the local nats-server,
+// sequentially and open-loop at half of the saturation rate, the operating point the
+// Admit latency budget (p99 ≤ 10 ms) is set for. The raw JetStream publish (one PubAck)
+// is measured in the same run under the same conditions and named as each row's baseline.
+import { performance } from 'node:perf_hooks';
+import type { JetStreamCommandClient } from '@tally/platform-nest';
+import { Harness } from '../libs/platform/nest/test/fixtures.js';
+import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
+
+const SUITE = 'commands';
+const SEND = { timeoutMs: 10_000, attemptsMax: 1 } as const;
+const SATURATION_CALLERS = 64;
+const SATURATION_WINDOW_MS = 2_000;
+const OPEN_LOOP_WINDOW_MS = 3_000;
+
+type Op = (i: number) => Promise<unknown>;
+
+interface Probe {
+  readonly harness: Harness;
+  readonly client: JetStreamCommandClient;
+  next: number;
+}
+
+function command(p: Probe, name: 'ping' | 'append'): Op {
+  return async () => {
+    const i = p.next++;
+    const payload = name === 'ping' ? {} : { account: `acct-${i % 500}`, amount: 1 };
+    const answer = await p.client.send('work', name, `bench-${i}`, payload, SEND);
+    if (!answer.ok) throw new Error(`command failed: ${JSON.stringify(answer.error)}`);
+  };
+}
+
+/** The raw twin: one JetStream publish with a message id, acknowledged by the stream. */
+function rawPublish(p: Probe): Op {
+  const data = Buffer.from(JSON.stringify({ account: 'raw', amount: 1 }));
+  return async () => {
+    const i = p.next++;
+    await p.harness.js.publish(p.harness.names.workEventSubject('raw'), data, { msgID: `raw-${i}`, timeout: 10_000 });
+  };
+}
+
+async function sequential(count: number, op: Op): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    await op(i);
+    samples.push(performance.now() - t);
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+/** Closed loop with many callers for a fixed window: the saturation rate in ops/s. */
+async function saturation(op: Op, windowMs: number): Promise<number> {
+  const until = performance.now() + windowMs;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: SATURATION_CALLERS }, async () => {
+      while (performance.now() < until) {
+        await op(done);
+        done++;
+      }
+    }),
+  );
+  return done / (windowMs / 1000);
+}
+
+/** Open loop: arrivals at a fixed rate that do not wait for replies. */
+async function openLoop(op: Op, ratePerSec: number, windowMs: number): Promise<number[]> {
+  const intervalMs = 1000 / ratePerSec;
+  const samples: Promise<number>[] = [];
+  const start = performance.now();
+  for (let k = 0; performance.now() - start < windowMs; k++) {
+    const wait = start + k * intervalMs - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const t = performance.now();
+    samples.push(op(k).then(() => performance.now() - t));
+  }
+  return (await Promise.all(samples)).sort((a, b) => a - b);
+}
+
+function latencyRows(name: string, sorted: number[], baselineCase: string | undefined, note?: string): BenchRow[] {
+  const base = baselineCase === undefined ? {} : { baselineCase };
+  return [
+    { suite: SUITE, case: name, metric: 'p50 ms', value: percentile(sorted, 50), ...base, note: note ?? `n=${sorted.length}` },
+    { suite: SUITE, case: name, metric: 'p99 ms', value: percentile(sorted, 99), ...base },
+  ];
+}
+
+export const commandsSuite: BenchSuite = {
+  name: SUITE,
+  async run(ctx: BenchContext): Promise<BenchRow[]> {
+    const harness = await Harness.create('benchcmd');
+    try {
+      await harness.startServer('a');
+      const probe: Probe = { harness, client: await harness.client(), next: 0 };
+      return await measure(ctx, probe);
+    } finally {
+      await harness.dispose();
+    }
+  },
+};
+
+async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
+  const seqCount = Math.max(100, Math.round(2000 * ctx.scale));
+  const ping = command(p, 'ping');
+  const raw = rawPublish(p);
+  ctx.log('commands: warm-up');
+  await sequential(Math.max(50, Math.round(300 * ctx.scale)), ping);
+  await sequential(50, raw);
+
+  ctx.log(`commands: sequential, ${seqCount} each`);
+  const rawSeq = await sequential(seqCount, raw);
+  const pingSeq = await sequential(seqCount, ping);
+  const appendSeq = await sequential(Math.round(seqCount / 2), command(p, 'append'));
+  const rows: BenchRow[] = [
+    ...latencyRows('raw publish sequential (commands)', rawSeq, undefined, 'one PubAck'),
+    ...latencyRows('ping command sequential', pingSeq, 'raw publish sequential (commands)'),
+    ...latencyRows('append command sequential', appendSeq, 'raw publish sequential (commands)', 'handler appends one event (OCC)'),
+  ];
+
+  const windowMs = Math.max(500, Math.round(SATURATION_WINDOW_MS * Math.min(1, ctx.scale)));
+  const saturated = await saturation(ping, windowMs);
+  const rate = saturated / 2;
+  ctx.log(`commands: saturation ${Math.round(saturated)}/s; open loop at ${Math.round(rate)}/s`);
+  const openWindowMs = Math.max(750, Math.round(OPEN_LOOP_WINDOW_MS * Math.min(1, ctx.scale)));
+  const rawHalf = await openLoop(raw, rate, openWindowMs);
+  const pingHalf = await openLoop(ping, rate, openWindowMs);
+  rows.push(
+    { suite: SUITE, case: 'ping command saturation', metric: 'ops/s', value: saturated, note: `${SATURATION_CALLERS} callers, closed loop` },
+    ...latencyRows('raw publish at the same rate', rawHalf, undefined, `${Math.round(rate)}/s open loop`),
+    ...latencyRows('ping command at half saturation', pingHalf, 'raw publish at the same rate', `${Math.round(rate)}/s open loop; target p99 ≤ 10 ms`),
+  );
+  return rows;
+}
