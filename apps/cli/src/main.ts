@@ -4,7 +4,10 @@ import { up } from './up.command.js';
 const USAGE = `usage: tally <command>
 
   up                       run the local stack: NATS (started if needed) and both services
-  replay [--verify]        rebuild projections from the streams, with a progress bar
+  replay [--service NAME] [--verify]
+                           rebuild projections from the streams, with a progress bar;
+                           --verify rebuilds into a scratch database and compares digests
+  migrate                  apply pending projection-schema migrations, then exit
   help                     this text
 `;
 
@@ -16,6 +19,10 @@ async function main(argv: string[]): Promise<number> {
     case 'replay': {
       const { replay } = await import('./replay.command.js');
       return replay(args);
+    }
+    case 'migrate': {
+      const { migrate } = await import('./migrate.command.js');
+      return migrate();
     }
     case undefined:
     case 'help':

@@ -1,5 +1,123 @@
-// `tally replay`: rebuild every projection from the streams into empty tables.
-export async function replay(_args: string[]): Promise<number> {
-  process.stderr.write('tally replay: not wired yet\n');
-  return 1;
+// `tally replay [--service NAME] [--verify]`: rebuild projections from the streams.
+// Without --verify it rebuilds the live tables in place, holding the service's
+// projection lease so no running replica races it. With --verify it rebuilds into a
+// scratch database and checks the digests (and checkpoints) against the live tables.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  loadConfig,
+  openServiceDatabase,
+  ProjectionLease,
+  rebuildAll,
+  startNatsRuntime,
+  verifyAll,
+  type ProjectionSet,
+  type TallyConfig,
+} from '@tally/platform-app';
+import { ProgressBar } from './progress-bar.js';
+import { projectionSets } from './projection-sets.js';
+
+export async function replay(args: string[]): Promise<number> {
+  const verify = args.includes('--verify');
+  const serviceIndex = args.indexOf('--service');
+  const only = serviceIndex >= 0 ? args[serviceIndex + 1] : undefined;
+  const sets = projectionSets().filter((s) => !only || s.service === only);
+  if (sets.length === 0) {
+    process.stderr.write(`tally replay: no projections for service ${only}; known: ${projectionSets().map((s) => s.service).join(', ')}\n`);
+    return 2;
+  }
+  const config = loadConfig();
+  let ok = true;
+  for (const set of sets) ok = (verify ? await verifySet(config, set) : await rebuildSet(config, set)) && ok;
+  return ok ? 0 : 1;
+}
+
+async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<boolean> {
+  const nats = await startNatsRuntime(config, `tally-replay-${set.service}`);
+  const lease = await ProjectionLease.open({
+    js: nats.js,
+    bucket: `${nats.names.namespace.toUpperCase().replace(/-/g, '_')}_LEASES`,
+    key: `projector.${set.service}`,
+    holderId: `tally-replay-${process.pid}`,
+    ttlMs: 10_000,
+    replicas: config.streams.replicas,
+  });
+  if (!(await lease.tryAcquire())) {
+    process.stderr.write(`tally replay: a running ${set.service} holds the projection lease. Stop it, or use --verify to rebuild into a scratch database.\n`);
+    await nats.close();
+    return false;
+  }
+  const renew = setInterval(() => void lease.tryAcquire(), 3_000);
+  const database = await openServiceDatabase(config, set);
+  try {
+    const bars = new Map<string, ProgressBar>();
+    const results = await rebuildAll(nats, database, set.specs(nats.names), (name, done, total) => barFor(bars, name).update(done, total));
+    for (const [name, result] of results) barFor(bars, name).finish(`rebuilt: ${result.events} events, checkpoint ${result.checkpoint}`);
+    return true;
+  } finally {
+    clearInterval(renew);
+    await lease.release();
+    await database.destroy();
+    await nats.close();
+  }
+}
+
+async function verifySet(config: TallyConfig, set: ProjectionSet): Promise<boolean> {
+  const nats = await startNatsRuntime(config, `tally-verify-${set.service}`);
+  const live = await openServiceDatabase(config, set);
+  const scratch = config.database.url ? await openScratchSchema(config, set) : await openScratchFile(config, set);
+  try {
+    const bars = new Map<string, ProgressBar>();
+    const outcomes = await verifyAll(nats, live, scratch.dataSource, set.specs(nats.names), (name, done, total) => barFor(bars, name).update(done, total));
+    for (const o of outcomes) {
+      barFor(bars, o.projection).finish(o.equal ? `verified: digest ${o.liveDigest.slice(0, 16)}… at checkpoint ${o.liveCheckpoint}` : `MISMATCH: live ${o.liveDigest.slice(0, 16)}…@${o.liveCheckpoint} vs rebuilt ${o.rebuiltDigest.slice(0, 16)}…@${o.rebuiltCheckpoint}`);
+    }
+    return outcomes.every((o) => o.equal);
+  } finally {
+    await scratch.drop();
+    await live.destroy();
+    await nats.close();
+  }
+}
+
+async function openScratchFile(config: TallyConfig, set: ProjectionSet) {
+  const dir = mkdtempSync(join(tmpdir(), 'tally-verify-'));
+  const dataSource = await openServiceDatabase({ ...config, database: { sqlite_path: join(dir, 'scratch.sqlite') } } as TallyConfig, set);
+  return {
+    dataSource,
+    drop: async () => {
+      await dataSource.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** On PostgreSQL the scratch rebuild goes into a throwaway schema of the same database. */
+async function openScratchSchema(config: TallyConfig, set: ProjectionSet) {
+  const { openDataSource } = await import('@tally/platform-typeorm');
+  const schema = `tally_verify_${Date.now().toString(36)}`;
+  const dataSource = await openDataSource({
+    databaseUrl: config.database.url,
+    schema,
+    entities: set.entities,
+    migrations: set.migrations,
+    sqliteBusyTimeoutMs: 10_000,
+    postgresPoolSize: 4,
+    postgresConnectTimeoutMs: 5_000,
+    postgresStatementTimeoutMs: 60_000,
+  });
+  return {
+    dataSource,
+    drop: async () => {
+      await dataSource.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await dataSource.destroy();
+    },
+  };
+}
+
+function barFor(bars: Map<string, ProgressBar>, name: string): ProgressBar {
+  let bar = bars.get(name);
+  if (!bar) bars.set(name, (bar = new ProgressBar(name)));
+  return bar;
 }

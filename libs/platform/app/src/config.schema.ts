@@ -93,6 +93,12 @@ export class OrchestratorConfig {
   @IsInt() @Min(1) @Max(600_000) retry_max_backoff_ms = 30_000;
   @IsInt() @Min(100) @Max(120_000) budget_timeout_ms = 5_000;
   @IsBoolean() run_workers = true;
+  /**
+   * 'metered' (the default) admits and settles every paid dispatch with the budget authority.
+   * 'unmetered' skips the authority for benchmarks and local experiments; attempts are still
+   * recorded, with hold ids marked unmetered, and the boot log warns (docs/adr/0005).
+   */
+  @IsIn(['metered', 'unmetered']) budget_mode: 'metered' | 'unmetered' = 'metered';
 }
 
 export class TallyConfig {

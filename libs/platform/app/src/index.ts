@@ -8,3 +8,5 @@ export * from './nats-runtime.js';
 export * from './projection-lease.js';
 export * from './projection-host.js';
 export * from './service-host.js';
+export * from './projection-set.js';
+export * from './replay.js';
