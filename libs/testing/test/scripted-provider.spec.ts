@@ -17,10 +17,10 @@ interface RawResponse {
   body: string;
 }
 
-/** Posts with node:http so resets and partial bodies surface as errors, not as fetch retries. */
+/** Posts with node:http so resets and partial bodies surface as errors; no agent, so no pooled socket outlives the test. */
 function post(path: string, body: unknown): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = httpRequest(`${server.url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
