@@ -33,7 +33,7 @@ export async function up(options: UpOptions): Promise<number> {
       process.stderr.write(`\n${INSTALL_NATS}\n\n`);
       return 1;
     }
-    const store = resolve(options.root, '.tally/nats');
+    const store = resolve(options.root, env['TALLY_DATA_DIR'] ?? '.tally', 'nats');
     mkdirSync(store, { recursive: true });
     const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', store], { stdio: 'ignore' });
     started.push({ name: 'nats-server', child });
@@ -42,7 +42,7 @@ export async function up(options: UpOptions): Promise<number> {
       await stopAll();
       return 1;
     }
-    console.log(`tally up: started nats-server with JetStream on ${env['NATS_URL']} (store .tally/nats)`);
+    console.log(`tally up: started nats-server with JetStream on ${env['NATS_URL']} (store ${store})`);
   } else {
     console.log(`tally up: using the NATS server at ${env['NATS_URL']}`);
   }
