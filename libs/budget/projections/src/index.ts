@@ -1,0 +1,8 @@
+// Budget projections: the ledger tables folded from TALLY_BUDGET_EVENTS, their
+// migration and the reads the budget-authority's HTTP API serves.
+export * from './entities.js';
+export * from './migrations/1767225700000-create-budget-projections.js';
+export * from './budget-ledger.projection.js';
+export * from './budget-queries.js';
+export type * from './wire.js';
+export { money } from './wire.js';

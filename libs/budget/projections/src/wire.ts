@@ -1,0 +1,117 @@
+// The budget events as the projections read them: wire payloads (money as a JSON number
+// or a decimal string) from the TALLY_BUDGET_EVENTS stream. A platform library may not
+// import the domain, so the few fields the projections use are declared here; the
+// application's event registry validates every payload before it reaches a projection.
+import { moneyFromWire } from '@tally/contracts';
+
+export type WireMoney = number | string;
+
+export interface WireGrantRef {
+  readonly capability_id: string;
+  readonly grant_index: number;
+}
+
+export interface WireGrant {
+  readonly server_id: string;
+  readonly tool_name: string;
+  readonly max_invocations?: number;
+  readonly max_cost_per_invocation?: WireMoney;
+  readonly max_total_cost_units?: WireMoney;
+  readonly currency?: string;
+  readonly parent_grant_index?: number;
+}
+
+export interface CapabilityIssuedWire {
+  readonly capability_id: string;
+  readonly root_id: string;
+  readonly parent_id?: string;
+  readonly subject_public_key: string;
+  readonly issued_at_ms: number;
+  readonly expires_at_ms: number;
+  readonly grants: readonly WireGrant[];
+  readonly budget_units?: WireMoney;
+  readonly depth: number;
+}
+
+export interface CapabilityRevokedWire {
+  readonly capability_id: string;
+  readonly revoked_ids: readonly string[];
+  readonly at_ms: number;
+}
+
+export interface HoldAuthorizedWire {
+  readonly kind: string;
+  readonly hold_id: string;
+  readonly request_id: string;
+  readonly capability_id: string;
+  readonly grant_index: number;
+  readonly chain: readonly WireGrantRef[];
+  readonly exposure_units: WireMoney;
+  readonly currency?: string;
+  readonly monetary: boolean;
+  readonly preflight: boolean;
+  readonly expires_at_ms: number;
+  readonly at_ms: number;
+}
+
+/** InvocationCaptured, HoldReversed, CaptureCancelled, ExposureReleased, SpendSettled. */
+export interface HoldMutationWire {
+  readonly kind: string;
+  readonly hold_id: string;
+  readonly cause?: string;
+  readonly realized_units?: WireMoney;
+  readonly actual_units?: WireMoney;
+  readonly at_ms: number;
+}
+
+export interface HoldStepWire {
+  readonly hold_id: string;
+  readonly at_ms: number;
+  readonly failure?: string;
+}
+
+export interface AmbiguityRecordedWire {
+  readonly ambiguity_id: string;
+  readonly kind: string;
+  readonly hold_id: string;
+  readonly event_id?: string;
+  readonly event_in_stream?: boolean;
+  readonly reference?: string;
+  readonly at_ms: number;
+}
+
+export interface AmbiguityResolvedWire {
+  readonly ambiguity_id: string;
+  readonly resolution: string;
+  readonly rail_state?: string;
+  readonly at_ms: number;
+}
+
+export interface ReceiptRecordedWire {
+  readonly receipt_id: string;
+  readonly command_id: string;
+  readonly request_id?: string;
+  readonly hold_id?: string;
+  readonly receipt: Readonly<Record<string, unknown>>;
+  readonly signature: string;
+  readonly key_id: string;
+  readonly decision?: Readonly<Record<string, unknown>>;
+  readonly at_ms: number;
+}
+
+/** An amount that the registry already validated; anything else is a bug upstream. */
+export function money(value: WireMoney | undefined): bigint {
+  if (value === undefined) return 0n;
+  const amount = moneyFromWire(value);
+  if (amount === undefined) throw new Error(`not an amount of minor units: ${JSON.stringify(value)}`);
+  return amount;
+}
+
+export function optionalMoney(value: WireMoney | undefined): bigint | null {
+  return value === undefined ? null : money(value);
+}
+
+/** Plain JSON of a payload object (class instances from the registry become plain data). */
+export function plainJson(value: unknown): string {
+  return JSON.stringify(value);
+}
