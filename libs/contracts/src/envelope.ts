@@ -1,7 +1,9 @@
 // The event envelope: the wire shape of every event in every Tally stream.
 // Payloads are validated per event type and schema version; an old version is upcast
 // here, in the adapter, so that `evolve` only ever sees the current shape.
-import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
+import { plainToInstance } from 'class-transformer';
+import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, getMetadataStorage, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
+import type { ValidationArguments } from 'class-validator';
 import { decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
 
 const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_.]{0,127}$/;
@@ -48,6 +50,72 @@ function fastEnvelope(data: Uint8Array | string): EventEnvelopeDto | undefined {
     isISO8601(p['occurred_at'], ISO8601_STRICT) &&
     isObject(p['payload']);
   return valid ? Object.assign(new EventEnvelopeDto(), p) : undefined;
+}
+
+/**
+ * Payload validation with a fast accept. validateSync spends most of its time finding
+ * and grouping metadata and building error objects, on every call. For a payload class
+ * whose rules are all plain property validators (no nesting, `each`, async, groups or
+ * validateIf), the rules are grouped once here and run as validateSync runs them: the
+ * same instance from plainToInstance, the same IsOptional conditions, the same
+ * constraint calls with the same arguments. Only a full pass is trusted; anything
+ * else, and every class that is not eligible, goes through validatePlain, which is the
+ * one source of error messages.
+ */
+interface PropertyRules {
+  readonly property: string;
+  readonly conditions: readonly ((object: object, value: unknown) => boolean)[];
+  readonly checks: readonly { readonly constraints: unknown[]; readonly validate: (value: unknown, args: ValidationArguments) => unknown }[];
+}
+
+const compiledRules = new Map<Constructor<object>, PropertyRules[] | null>();
+
+function compileRules(dto: Constructor<object>): PropertyRules[] | null {
+  const storage = getMetadataStorage();
+  // The same query validateSync makes without groups or a schema.
+  const metadatas = storage.getTargetValidationMetadatas(dto, undefined as unknown as string, false, false, undefined);
+  if (metadatas.length === 0) return null;
+  const byProperty = new Map<string, { conditions: PropertyRules['conditions'][number][]; checks: PropertyRules['checks'][number][] }>();
+  for (const meta of metadatas) {
+    const rules = byProperty.get(meta.propertyName) ?? { conditions: [], checks: [] };
+    byProperty.set(meta.propertyName, rules);
+    if (meta.type === 'conditionalValidation' && meta.name === 'isOptional' && !meta.each) {
+      rules.conditions.push(meta.constraints[0] as PropertyRules['conditions'][number]);
+    } else if (meta.type === 'customValidation' && !meta.each && !meta.validateIf && meta.constraintCls) {
+      for (const constraint of storage.getTargetValidatorConstraints(meta.constraintCls)) {
+        if (constraint.async) return null;
+        const instance = constraint.instance as { validate: PropertyRules['checks'][number]['validate'] };
+        rules.checks.push({ constraints: meta.constraints, validate: (value, args) => instance.validate(value, args) });
+      }
+    } else {
+      return null;
+    }
+  }
+  return [...byProperty].map(([property, rules]) => ({ property, ...rules }));
+}
+
+function passesAll(rules: readonly PropertyRules[], instance: Record<string, unknown>): boolean {
+  for (const key of Object.keys(instance)) if (!rules.some((r) => r.property === key)) return false;
+  for (const rule of rules) {
+    const value = instance[rule.property];
+    if (!rule.conditions.every((condition) => condition(instance, value))) continue;
+    for (const check of rule.checks) {
+      const args = { targetName: instance.constructor ? instance.constructor.name : undefined, property: rule.property, object: instance, value, constraints: check.constraints } as ValidationArguments;
+      const valid = check.validate(value, args);
+      if (valid !== true) return false;
+    }
+  }
+  return true;
+}
+
+function validatePayload(dto: Constructor<object>, plain: unknown): Decoded<object> {
+  if (!compiledRules.has(dto)) compiledRules.set(dto, compileRules(dto));
+  const rules = compiledRules.get(dto);
+  if (rules && plain !== null && typeof plain === 'object' && !Array.isArray(plain)) {
+    const instance = plainToInstance(dto as new () => object, plain);
+    if (passesAll(rules, instance as Record<string, unknown>)) return { ok: true, value: instance };
+  }
+  return validatePlain(dto, plain, 'payload');
 }
 
 /** An event as the application layer sees it: envelope fields plus a validated payload. */
@@ -111,7 +179,7 @@ export class EventRegistry {
     }
     const upcast = upcastPayload(spec, envelope.schema_version, envelope.payload);
     if (!upcast.ok) return upcast;
-    const payload = validatePlain(spec.payload, upcast.value, 'payload');
+    const payload = validatePayload(spec.payload, upcast.value);
     if (!payload.ok) return payload;
     return {
       ok: true,
@@ -132,7 +200,7 @@ export class EventRegistry {
   encode(event: Omit<EventMessage, 'schemaVersion'>): Uint8Array {
     const spec = this.specs.get(event.type);
     if (!spec) throw new Error(`cannot encode unknown event type ${event.type}`);
-    const payload = validatePlain(spec.payload, event.payload, 'payload');
+    const payload = validatePayload(spec.payload, event.payload);
     if (!payload.ok) throw new Error(`refusing to encode invalid ${event.type}: ${describeFieldErrors(payload.errors)}`);
     return Buffer.from(JSON.stringify(toWire(event, spec.version)));
   }

@@ -1,16 +1,70 @@
-// Proves the event store's fast envelope decoding (in @tally/contracts) is a pure
-// optimisation: for any bytes it returns exactly what the class-validator path returns.
+// Proves the event store's fast paths in @tally/contracts (envelope decoding, payload
+// validation) are pure optimisations: for any input, encode and decode return exactly
+// what the plain class-validator path (validatePlain) returns, errors included.
 import { describe, expect, it } from '@jest/globals';
-import { EventEnvelopeDto, decodeJson, type Decoded, type EventMessage } from '@tally/contracts';
+import { EventEnvelopeDto, EventRegistry, decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type EventMessage } from '@tally/contracts';
+import { Type } from 'class-transformer';
+import {
+  IsDefined, IsIn, IsISO8601, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, Validate, ValidateNested, ValidatorConstraint,
+  type ValidationArguments, type ValidatorConstraintInterface,
+} from 'class-validator';
 import fc from 'fast-check';
-import { counterRegistry } from './fixtures.js';
+import { CounterIncremented } from './fixtures.js';
 
-const registry = counterRegistry();
+/** A cross-field rule: it reads args.object, so it must see the same instance on both paths. */
+@ValidatorConstraint({ name: 'notAboveLimit' })
+class NotAboveLimit implements ValidatorConstraintInterface {
+  validate(value: unknown, args: ValidationArguments): boolean {
+    const limit = (args.object as { limit_minor?: unknown }).limit_minor;
+    return typeof value === 'number' && typeof limit === 'number' && value <= limit;
+  }
+}
 
-/** The reference: full DTO decoding, then the same per-type payload step. */
+class Charged {
+  @IsString() @Matches(/^cap-[0-9]+$/) capability_id!: string;
+  @IsInt() @Min(0) @Max(1_000_000) @Validate(NotAboveLimit) amount_minor!: number;
+  @IsInt() @Min(0) limit_minor!: number;
+  @IsIn(['USD', 'EUR']) currency!: string;
+  @IsOptional() @IsISO8601({ strict: true }) settled_at?: string;
+  @IsOptional() @IsObject() meta?: Record<string, unknown>;
+}
+
+class Line {
+  @IsInt() n!: number;
+}
+
+/** Not eligible for the fast path (nested, IsDefined): it must still behave the same. */
+class Nested {
+  @ValidateNested() @Type(() => Line) line!: Line;
+  @IsDefined() note!: unknown;
+}
+
+const PAYLOADS: Record<string, Constructor<object>> = { CounterIncremented, Charged, Nested };
+const registry = new EventRegistry(Object.entries(PAYLOADS).map(([type, payload]) => ({ type, version: 1, payload })));
+
+/** The reference: full DTO decoding and validatePlain, as the registry did before its fast paths. */
 function slowDecode(data: string): Decoded<EventMessage> {
   const envelope = decodeJson(EventEnvelopeDto, data);
-  return envelope.ok ? registry.decodeEnvelope(envelope.value) : envelope;
+  if (!envelope.ok) return envelope;
+  const e = envelope.value;
+  const dto = PAYLOADS[e.type];
+  if (!dto) return { ok: false, errors: [{ field: 'type', message: `unknown event type ${e.type}` }] };
+  if (e.schema_version > 1) return { ok: false, errors: [{ field: 'schema_version', message: `version ${e.schema_version} is newer than supported 1` }] };
+  const payload = validatePlain(dto, e.payload, 'payload');
+  if (!payload.ok) return payload;
+  return {
+    ok: true,
+    value: {
+      eventId: e.event_id,
+      type: e.type,
+      schemaVersion: 1,
+      aggregateId: e.aggregate_id,
+      ...(e.causation_id === undefined ? {} : { causationId: e.causation_id }),
+      ...(e.correlation_id === undefined ? {} : { correlationId: e.correlation_id }),
+      occurredAt: e.occurred_at,
+      payload: e.payload,
+    },
+  };
 }
 
 const valid: Record<string, unknown> = {
@@ -62,5 +116,53 @@ describe('envelope fast path', () => {
 
   it('malformed JSON and non-object JSON get the same field errors as before', () => {
     for (const bytes of ['{"event_id":', '[]', 'null', '42', '"s"', '']) expect(registry.decode(bytes)).toEqual(slowDecode(bytes));
+  });
+
+  const chargedBase: Record<string, unknown> = { capability_id: 'cap-1', amount_minor: 500, limit_minor: 1000, currency: 'USD', settled_at: '2026-01-01T00:00:00Z', meta: { k: 1 } };
+  const nestedBase: Record<string, unknown> = { line: { n: 1 }, note: 'x' };
+  const payloadValue = fc.constantFrom<unknown>(
+    'cap-1', 'cap-x', '', 'USD', 'EUR', 'usd', 0, 1, -1, 1.5, 999, 1000, 1001, 1_000_000, 1_000_001, '5', null, true, [], {}, { n: 1 }, { n: 'x' },
+    '2026-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '<undefined>', '<date>',
+  );
+  const payloadMutation = fc.tuple(fc.constantFrom(...Object.keys(chargedBase), ...Object.keys(nestedBase), 'extra'), fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
+  const mutate = (base: Record<string, unknown>, mutations: readonly [string, unknown][]) => {
+    const out: Record<string, unknown> = { ...base };
+    for (const [key, value] of mutations) {
+      if (value === '<delete>') delete out[key];
+      else out[key] = value === '<undefined>' ? undefined : value === '<date>' ? new Date(0) : value;
+    }
+    return out;
+  };
+  const encodeOutcome = (type: string, payload: Record<string, unknown>) => {
+    try {
+      return { bytes: Buffer.from(registry.encode({ eventId: 'e-1', type, aggregateId: 'agg', occurredAt: '2026-01-01T00:00:00Z', payload })).toString() };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+
+  it('validates any payload on encode exactly as validatePlain does: the same events pass, the same errors refuse', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('Charged', 'Nested', 'CounterIncremented'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
+        const base = type === 'Charged' ? chargedBase : type === 'Nested' ? nestedBase : { by: 1, writer: 'w' };
+        const payload = mutate(base, mutations);
+        const reference = validatePlain(PAYLOADS[type]!, payload, 'payload');
+        const outcome = encodeOutcome(type, payload);
+        if (reference.ok) expect(outcome).toHaveProperty('bytes');
+        else expect(outcome).toEqual({ error: `refusing to encode invalid ${type}: ${describeFieldErrors(reference.errors)}` });
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('validates any payload on decode exactly as validatePlain does', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('Charged', 'Nested'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
+        const payload = mutate(type === 'Charged' ? chargedBase : nestedBase, mutations);
+        const json = JSON.stringify({ ...valid, type, payload });
+        expect(registry.decode(json)).toEqual(slowDecode(json));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
