@@ -10,6 +10,8 @@
 import type { ColumnOptions, ValueTransformer } from 'typeorm';
 
 type RawInteger = number | string | bigint | null | undefined;
+/** Column options other than type and transformer (name, nullable, …); works for @Column and @PrimaryColumn. */
+type ColumnExtras = Omit<ColumnOptions, 'type' | 'transformer'>;
 
 function toBigint(value: RawInteger, column: string): bigint | null {
   if (value === null || value === undefined) return null;
@@ -48,17 +50,25 @@ export const bigintTransformer: ValueTransformer = {
   from: (value: RawInteger) => integerToBigint(value),
 };
 
-/** A bigint column that holds a stream sequence and reads back as a safe `number`. */
-export function sequenceColumn(options: Omit<ColumnOptions, 'type' | 'transformer'> = {}): ColumnOptions {
+type Typed<T extends string> = { type: T; transformer: ValueTransformer };
+
+/** A bigint column that holds a stream sequence and reads back as a safe `number`. Works with @PrimaryColumn too. */
+export function sequenceColumn(): Typed<'bigint'>;
+export function sequenceColumn<O extends ColumnExtras>(options: O): O & Typed<'bigint'>;
+export function sequenceColumn(options: ColumnExtras = {}): ColumnOptions {
   return { ...options, type: 'bigint', transformer: numberTransformer };
 }
 
 /** A 32-bit integer column (counts); SQLite still returns bigint, so it is normalized too. */
-export function countColumn(options: Omit<ColumnOptions, 'type' | 'transformer'> = {}): ColumnOptions {
+export function countColumn(): Typed<'integer'>;
+export function countColumn<O extends ColumnExtras>(options: O): O & Typed<'integer'>;
+export function countColumn(options: ColumnExtras = {}): ColumnOptions {
   return { ...options, type: 'integer', transformer: numberTransformer };
 }
 
 /** A bigint column of money in minor units that reads back as an exact `bigint`. */
-export function moneyColumn(options: Omit<ColumnOptions, 'type' | 'transformer'> = {}): ColumnOptions {
+export function moneyColumn(): Typed<'bigint'>;
+export function moneyColumn<O extends ColumnExtras>(options: O): O & Typed<'bigint'>;
+export function moneyColumn(options: ColumnExtras = {}): ColumnOptions {
   return { ...options, type: 'bigint', transformer: bigintTransformer };
 }

@@ -54,6 +54,19 @@ export class ProjectionHalted extends Error {
   }
 }
 
+interface LoopPlan {
+  limit(): number;
+  readonly firstWaitMs: number | undefined;
+  readonly stop: Promise<void>;
+  readonly stopAtEnd: boolean;
+  /** Whether to read another batch once the current one has been read. */
+  more(): boolean;
+  onBatch(size: number): void;
+  onCommitted?(): void;
+  /** A read returned nothing: end the loop, read again, or throw. */
+  onEmpty(): 'end' | 'again';
+}
+
 export class ProjectionRunner {
   private active: 'catch-up' | 'follow' | undefined;
   private stopRequested: (() => void) | undefined;
@@ -139,44 +152,86 @@ export class ProjectionRunner {
 
   private async follow(stop: Promise<void>): Promise<void> {
     const o = this.options;
-    let checkpoint = await this.checkpoint();
-    const reader = await this.openReader(checkpoint + 1);
     let stopped = false;
     void stop.then(() => (stopped = true));
-    try {
-      while (!stopped) {
-        const batch = await this.guard(checkpoint, () => reader.read({ limit: o.batchSizeMax, batchWaitMs: o.batchWaitMs, firstWaitMs: undefined, stop, stopAtEnd: false }));
-        if (batch.length > 0) checkpoint = (await this.guard(checkpoint, () => this.applyBatch(batch))).checkpoint;
-      }
-    } finally {
-      await reader.close();
-    }
+    await this.pipeline((_reader, halted) => ({
+      limit: () => o.batchSizeMax,
+      firstWaitMs: undefined,
+      stop: Promise.race([stop, halted]),
+      stopAtEnd: false,
+      more: () => !stopped,
+      onBatch: () => undefined,
+      onEmpty: () => (stopped ? 'end' : 'again'),
+    }));
   }
 
   private async runCatchUp(options: CatchUpOptions): Promise<CatchUpResult> {
     const o = this.options;
-    let checkpoint = await this.checkpoint();
-    const reader = await this.openReader(checkpoint + 1);
-    const total = reader.pendingAtStart;
+    let total = 0;
     let done = 0;
     let batches = 0;
-    const never = new Promise<void>(() => undefined);
+    const checkpoint = await this.pipeline((reader, halted) => {
+      total = reader.pendingAtStart;
+      return {
+        limit: () => Math.min(o.batchSizeMax, total - done),
+        firstWaitMs: o.catchUpStallMs,
+        stop: halted,
+        stopAtEnd: true,
+        more: () => done < total && !(done > 0 && reader.reachedEnd),
+        onBatch: (size: number) => {
+          done += size;
+          batches++;
+        },
+        onCommitted: () => options.onProgress?.(done, total),
+        onEmpty: () => {
+          throw new Error(`replay stalled: no event for ${o.catchUpStallMs} ms at ${done}/${total}`);
+        },
+      };
+    });
+    return { events: done, batches, checkpoint };
+  }
+
+  /**
+   * The read/commit loop shared by both modes. While one batch commits, the next one is
+   * already being read and decoded, so the database and the stream work at the same time
+   * (on PostgreSQL; SQLite's driver is synchronous and gains nothing, loses nothing).
+   */
+  private async pipeline(makePlan: (reader: EventBatchReader, halted: Promise<void>) => LoopPlan): Promise<number> {
+    const o = this.options;
+    let checkpoint = await this.checkpoint();
+    const reader = await this.openReader(checkpoint + 1);
+    let halt!: () => void;
+    // Settles when the loop ends, so a read started ahead of a failed batch returns promptly.
+    const halted = new Promise<void>((resolve) => (halt = resolve));
+    const p = makePlan(reader, halted);
+    const read = () => {
+      const batch = reader.read({ limit: p.limit(), batchWaitMs: o.batchWaitMs, firstWaitMs: p.firstWaitMs, stop: p.stop, stopAtEnd: p.stopAtEnd });
+      // Awaited in the loop, or in the finally below when the loop fails first; never unhandled.
+      batch.catch(() => undefined);
+      return batch;
+    };
+    let next: Promise<StoredEvent[]> | undefined = p.more() ? read() : undefined;
     try {
-      while (done < total && !(done > 0 && reader.reachedEnd)) {
-        const limit = Math.min(o.batchSizeMax, total - done);
-        const batch = await this.guard(checkpoint, () => reader.read({ limit, batchWaitMs: o.batchWaitMs, firstWaitMs: o.catchUpStallMs, stop: never, stopAtEnd: true }));
+      while (next) {
+        const pending = next;
+        next = undefined;
+        const batch = await this.guard(checkpoint, () => pending);
         if (batch.length === 0) {
-          throw new ProjectionHalted(o.projection.name, checkpoint, new Error(`replay stalled: no event for ${o.catchUpStallMs} ms at ${done}/${total}`));
+          if (this.guardSync(checkpoint, p.onEmpty) === 'end') break;
+          next = read();
+          continue;
         }
+        p.onBatch(batch.length);
+        if (p.more()) next = read();
         checkpoint = (await this.guard(checkpoint, () => this.applyBatch(batch))).checkpoint;
-        done += batch.length;
-        batches++;
-        options.onProgress?.(done, total);
+        p.onCommitted?.();
       }
     } finally {
+      halt();
+      await next?.catch(() => undefined);
       await reader.close();
     }
-    return { events: done, batches, checkpoint };
+    return checkpoint;
   }
 
   private openReader(startSequence: number): Promise<EventBatchReader> {
@@ -198,6 +253,14 @@ export class ProjectionRunner {
       return await step();
     } catch (error) {
       if (error instanceof ProjectionHalted) throw error;
+      throw new ProjectionHalted(this.options.projection.name, checkpoint, error);
+    }
+  }
+
+  private guardSync<T>(checkpoint: number, step: () => T): T {
+    try {
+      return step();
+    } catch (error) {
       throw new ProjectionHalted(this.options.projection.name, checkpoint, error);
     }
   }

@@ -148,6 +148,7 @@ describe.each(databasesUnderTest())('projection runner on %s', (kind: DatabaseKi
         expect(((error as ProjectionHalted).cause as UndecodableEvent).sequence).toBe(bad.seq);
         // Everything before the bad event commits; nothing after it does, however often it is retried.
         expect(await runner.checkpoint()).toBe(bad.seq - 1);
+        expect((error as ProjectionHalted).checkpoint).toBe(bad.seq - 1);
       }
     } finally {
       await own.dispose();
