@@ -150,8 +150,8 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
   const storeOptions = { stream: names.workEventsStream, registry, publishTimeoutMs: 10_000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 };
   const store = new JetStreamEventStore(js, jsm, storeOptions);
   const seqCount = Math.max(50, Math.round(2000 * ctx.scale));
-  const perLane = Math.max(4, Math.round(20 * ctx.scale));
-  const rounds = 3;
+  const perLane = Math.max(4, Math.round(12 * ctx.scale));
+  const rounds = 5;
   const payload = registry.encode(benchEvent('raw', 0));
   const subject = (name: string) => names.workEventSubject(name);
   const rows: BenchRow[] = [];

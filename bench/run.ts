@@ -58,7 +58,9 @@ async function main(): Promise<void> {
   const ctx = context();
   const rows: BenchRow[] = [];
   let failed = false;
-  for (const suite of suites) {
+  // BENCH_SUITES=jetstream,commands runs only the named suites.
+  const only = process.env['BENCH_SUITES']?.split(',').map((name) => name.trim()).filter(Boolean);
+  for (const suite of suites.filter((s) => !only || only.includes(s.name))) {
     const started = performance.now();
     ctx.log(`suite ${suite.name}: running at scale ${ctx.scale}`);
     try {
