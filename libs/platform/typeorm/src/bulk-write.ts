@@ -1,9 +1,10 @@
 // Multi-row INSERT and upsert for projections. One statement per chunk instead of one
 // per row is what lets a rebuild keep up with the raw replay. The SQL is built here from
 // the entity metadata rather than by TypeORM's InsertQueryBuilder, whose per-parameter
-// bookkeeping costs more than the database work at a few thousand rows per statement;
-// values still go through the driver (transformers, dates, booleans), and a full chunk
-// always has the same SQL text, so SQLite reuses its prepared statement.
+// bookkeeping costs more than the database work at a few thousand rows per statement.
+// Values still go through the driver (transformers, dates, booleans). On SQLite a full
+// chunk always has the same SQL text, so the prepared statement is reused; on PostgreSQL
+// the rows travel as one array per column through unnest.
 import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata.js';
 import { databaseKind } from './data-source.js';
@@ -47,21 +48,25 @@ async function writeChunks<T extends ObjectLiteral>(manager: EntityManager, enti
   const metadata = dataSource.getMetadata(entity);
   const columns = metadata.columns.filter((c) => c.isInsert && !c.isVirtual);
   const table = metadata.tablePath.split('.').map((part) => dataSource.driver.escape(part)).join('.');
-  const head = `INSERT INTO ${table} (${columns.map((c) => dataSource.driver.escape(c.databaseName)).join(', ')}) VALUES `;
-  const postgres = databaseKind(dataSource) === 'postgres';
+  const head = `INSERT INTO ${table} (${columns.map((c) => dataSource.driver.escape(c.databaseName)).join(', ')}) `;
+  const value = (row: T, column: ColumnMetadata) => dataSource.driver.preparePersistentValue(column.getEntityValue(row), column);
+  if (databaseKind(dataSource) === 'postgres') {
+    // One array parameter per column: PostgreSQL parses and plans a 3-parameter statement
+    // instead of one with thousands of parameters, whatever the chunk size.
+    const arrays = columns.map((c, i) => `$${i + 1}::${dataSource.driver.normalizeType(c)}[]`).join(', ');
+    const sql = `${head}SELECT * FROM unnest(${arrays})${suffix}`;
+    for (let start = 0; start < rows.length; start += rowsMax) {
+      const chunk = rows.slice(start, start + rowsMax);
+      await manager.query(sql, columns.map((c) => chunk.map((row) => value(row, c))));
+    }
+    return;
+  }
   const size = Math.max(1, Math.min(rowsMax, Math.floor(PARAMETERS_MAX / columns.length)));
+  const tuple = `(${columns.map(() => '?').join(', ')})`;
   for (let start = 0; start < rows.length; start += size) {
     const chunk = rows.slice(start, start + size);
     const params: unknown[] = [];
-    const tuples: string[] = [];
-    for (const row of chunk) {
-      const marks: string[] = [];
-      for (const column of columns) {
-        params.push(dataSource.driver.preparePersistentValue(column.getEntityValue(row), column));
-        marks.push(postgres ? `$${params.length}` : '?');
-      }
-      tuples.push(`(${marks.join(', ')})`);
-    }
-    await manager.query(head + tuples.join(', ') + suffix, params);
+    for (const row of chunk) for (const column of columns) params.push(value(row, column));
+    await manager.query(`${head}VALUES ${new Array<string>(chunk.length).fill(tuple).join(', ')}${suffix}`, params);
   }
 }
