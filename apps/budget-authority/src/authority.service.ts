@@ -1,19 +1,36 @@
 // The budget-authority's composition: which projections, HTTP controllers, command
 // handlers and background loops it runs on the shared service host.
-import { Module, type DynamicModule } from '@nestjs/common';
-import type { ServiceDefinition, TallyConfig } from '@tally/platform-app';
+import type { HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
+import { AuthorityModule } from './authority.module.js';
+import { expiryLoop, reconcileLoop } from './background/sweeps.js';
+import { startCommandServer } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
+import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from './projection-set.js';
+import { BUDGET_ENTITIES } from '@tally/budget-projections';
+import { loadAuthorityExtras } from './runtime/authority-extras.js';
+import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
 
-@Module({})
-class AuthorityModule {}
+/** Handlers running at once per replica, and how long a command's answer is remembered. */
+const COMMAND_LIMITS = { concurrencyMax: 256, replyCacheTtlMs: 24 * 3_600_000, drainTimeoutMs: 10_000 };
+const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
+  const extras = loadAuthorityExtras();
+  const signer = authoritySigner(config);
+  let runtime: AuthorityRuntime | undefined;
+  const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
   return {
     service: 'budget-authority',
     httpPort: config.authority.http_port,
-    database: { entities: [], migrations: [] },
-    projections: () => [],
+    database: { entities: BUDGET_ENTITIES, migrations: BUDGET_MIGRATIONS },
+    projections: (ctx) =>
+      budgetProjectionSpecs(ctx.nats.names, signer, (event, why) => ctx.logger.event('error', 'budget event the ledger projection cannot place', { event_id: event.event.eventId, sequence: event.sequence, why })),
     openapi: authorityOpenApi,
-    module: (): DynamicModule => ({ module: AuthorityModule }),
+    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx)),
+    background: async (ctx) => {
+      const { authority } = runtimeOf(ctx);
+      const commands = await startCommandServer(ctx, authority, { ...COMMAND_LIMITS, replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.max_bytes) });
+      return [commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority)];
+    },
   };
 }

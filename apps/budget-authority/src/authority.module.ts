@@ -1,0 +1,33 @@
+// The budget-authority's HTTP module: controllers over the BudgetAuthority facade and the
+// ledger projection; the test-only faults controller only when fault injection is on.
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
+import { BudgetQueries } from '@tally/budget-projections';
+import type { HostContext } from '@tally/platform-app';
+import { AUTHORITY_PORT } from './authority.port.js';
+import { AdmissionsController } from './http/admissions.controller.js';
+import { CapabilitiesController } from './http/capabilities.controller.js';
+import { FaultsController } from './http/faults.controller.js';
+import { Freshness } from './http/freshness.js';
+import { ReceiptsController } from './http/receipts.controller.js';
+import { FAULT_TARGETS } from './runtime/fault-targets.js';
+import type { AuthorityRuntime } from './runtime/authority-runtime.js';
+
+/** How long a projection-backed read waits for the projection to reach the tree's last event. */
+export const READ_WAIT_MS = 5_000;
+
+@Module({})
+export class AuthorityModule {
+  static register(ctx: HostContext, runtime: AuthorityRuntime): DynamicModule {
+    const controllers: Type[] = [CapabilitiesController, AdmissionsController, ReceiptsController];
+    const providers = [
+      { provide: AUTHORITY_PORT, useValue: runtime.authority },
+      { provide: BudgetQueries, useValue: new BudgetQueries(ctx.dataSource) },
+      { provide: Freshness, useValue: new Freshness(ctx, { readWaitMs: READ_WAIT_MS }) },
+    ];
+    if (runtime.faults) {
+      controllers.push(FaultsController);
+      providers.push({ provide: FAULT_TARGETS, useValue: runtime.faults } as never);
+    }
+    return { module: AuthorityModule, controllers, providers };
+  }
+}

@@ -1,0 +1,122 @@
+// POST /v1/capabilities (issue or delegate), revoke, and the projection-backed reads of a
+// capability: usage per grant and its mutation events newest first (B18).
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { moneyToWire, IssueCapabilityDto } from '@tally/contracts';
+import { rootOfCapability } from '@tally/budget-application';
+import { BudgetQueries } from '@tally/budget-projections';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
+import { toIssueCommand, wireJson } from '../command-mapping.js';
+import { Freshness } from './freshness.js';
+import { commandIdFrom, notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
+
+export const EVENTS_LIMIT_MAX = 1_000;
+const EVENTS_LIMIT_DEFAULT = 100;
+
+export class EventsQueryDto {
+  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(1_000) grant_index?: number;
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(EVENTS_LIMIT_MAX) limit?: number;
+}
+
+export class HoldsQueryDto {
+  @IsOptional() @IsIn(['authorized', 'captured', 'admitted', 'reversed', 'cancelled', 'released', 'settled', 'retained']) status?: string;
+}
+
+@Controller('v1/capabilities')
+export class CapabilitiesController {
+  constructor(
+    @Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort,
+    @Inject(BudgetQueries) private readonly queries: BudgetQueries,
+    @Inject(Freshness) private readonly freshness: Freshness,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  async issue(@Body() body: IssueCapabilityDto, @Headers('idempotency-key') key: string | undefined) {
+    const out = await this.authority.issue(toIssueCommand(body, commandIdFrom(key)));
+    if (!out.ok) throw refused(out.rejection);
+    return wireJson(out.value);
+  }
+
+  @Post(':id/revoke')
+  @HttpCode(200)
+  async revoke(@Param('id') id: string) {
+    const out = await this.authority.revoke(id);
+    if (!out.ok) throw refused(out.rejection);
+    return out.value;
+  }
+
+  @Get(':id')
+  async capability(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
+    const capability = await this.queries.capability(id);
+    if (!capability) throw notFound('capability', id);
+    const time = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+    const { issued_at_ms, expires_at_ms, revoked_at_ms, ...rest } = capability;
+    return wireJson({ ...rest, issued_at: time(issued_at_ms), expires_at: time(expires_at_ms), revoked_at: time(revoked_at_ms), revoked: revoked_at_ms !== null });
+  }
+
+  @Get(':id/usage')
+  async usage(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
+    const grants = await this.queries.usage(id);
+    if (grants.length === 0) throw notFound('capability', id);
+    return wireJson({ id, grants });
+  }
+
+  @Get(':id/events')
+  async events(@Param('id') id: string, @Query() query: EventsQueryDto, @Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
+    if (!(await this.queries.capability(id))) throw notFound('capability', id);
+    const events = await this.queries.mutations(id, query.grant_index, query.limit ?? EVENTS_LIMIT_DEFAULT);
+    return {
+      events: events.map(({ occurred_at_ms, exposed_delta_units, realized_delta_units, ...rest }) => ({
+        ...rest,
+        occurred_at: new Date(occurred_at_ms).toISOString(),
+        exposed_delta_units: moneyToWire(exposed_delta_units),
+        realized_delta_units: moneyToWire(realized_delta_units),
+      })),
+    };
+  }
+
+  /** Holds of a capability (additive): lets an operator see that no reservation outlives its TTL (B20). */
+  @Get(':id/holds')
+  async holds(@Param('id') id: string, @Query() query: HoldsQueryDto, @Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
+    const holds = await this.queries.holds(id, query.status === undefined ? undefined : [query.status]);
+    return {
+      holds: holds.map((h) => ({
+        hold_id: h.holdId,
+        request_id: h.requestId,
+        grant_index: h.grantIndex,
+        status: h.status,
+        preflight: h.preflight === 1,
+        exposure_units: moneyToWire(h.exposureUnits),
+        expires_at: new Date(h.expiresAtMs).toISOString(),
+        authorize_commit_index: h.authorizeCommitIndex,
+        capture_commit_index: h.captureCommitIndex,
+      })),
+    };
+  }
+
+  /** Recorded ambiguities and how the reconciler resolved them (B21), additive. */
+  @Get(':id/ambiguities')
+  async ambiguities(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
+    const rows = await this.queries.ambiguities(id);
+    return {
+      ambiguities: rows.map((a) => ({
+        ambiguity_id: a.ambiguityId,
+        kind: a.kind,
+        hold_id: a.holdId,
+        event_id: a.eventId,
+        reference: a.reference,
+        resolution: a.resolution,
+        rail_state: a.railState,
+        recorded_sequence: a.recordedSequence,
+        resolved_sequence: a.resolvedSequence,
+      })),
+    };
+  }
+}

@@ -1,0 +1,68 @@
+// Runs the `budget` command handlers as a Nest microservice of their own on the host's
+// NATS connection. It is deliberately not connected to the HTTP app: a hybrid app that
+// inherits the HTTP config would run the HTTP validation pipe and the problem+json filter
+// on commands, turning a validation failure into a retried "internal error".
+import { Module, type DynamicModule, type INestMicroservice } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { BackgroundTask, HostContext } from '@tally/platform-app';
+import { streamLimitsOf } from '@tally/platform-app';
+import { tallyStreamSpecs } from '@tally/platform-jetstream';
+import { JetStreamCommandServer, type JetStreamCommandServerOptions } from '@tally/platform-nest';
+import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
+import { BudgetCommandsController } from './budget-commands.controller.js';
+
+export interface CommandServerLimits {
+  readonly concurrencyMax: number;
+  readonly replyCacheTtlMs: number;
+  readonly replyCacheMaxBytes: number;
+  readonly drainTimeoutMs: number;
+}
+
+@Module({})
+class BudgetCommandsModule {
+  static register(port: AuthorityPort): DynamicModule {
+    return { module: BudgetCommandsModule, controllers: [BudgetCommandsController], providers: [{ provide: AUTHORITY_PORT, useValue: port }] };
+  }
+}
+
+export function commandServerOptions(ctx: HostContext, limits: CommandServerLimits): JetStreamCommandServerOptions {
+  const names = ctx.nats.names;
+  const specs = tallyStreamSpecs(names, streamLimitsOf(ctx.config));
+  const c = ctx.config.consumers;
+  const concurrencyMax = Math.max(limits.concurrencyMax, c.fetch_batch);
+  return {
+    connection: ctx.nats.nc,
+    names,
+    service: 'budget',
+    commandsStream: specs.find((s) => s.name === names.commandsStream)!,
+    deadLetterStream: specs.find((s) => s.name === names.deadLetterStream)!,
+    replyCache: {
+      ttlMs: Math.max(limits.replyCacheTtlMs, ctx.config.streams.duplicate_window_ms),
+      replicas: ctx.config.streams.replicas,
+      maxBytes: limits.replyCacheMaxBytes,
+      maxValueSizeBytes: ctx.config.streams.max_msg_size_bytes,
+    },
+    consumer: {
+      ackWaitMs: c.ack_wait_ms,
+      deliveriesMax: Math.max(2, c.deliveries_max),
+      ackPendingMax: Math.max(c.ack_pending_max, concurrencyMax),
+      fetchBatch: c.fetch_batch,
+      concurrencyMax,
+      pullExpiresMs: 5_000,
+      idleHeartbeatMs: 2_000,
+      workingIntervalMs: Math.min(c.working_interval_ms, Math.floor(c.ack_wait_ms / 2)),
+    },
+    retry: { backoffBaseMs: 100, backoffMaxMs: c.nak_delay_max_ms },
+    publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
+    drainTimeoutMs: limits.drainTimeoutMs,
+  };
+}
+
+export async function startCommandServer(ctx: HostContext, port: AuthorityPort, limits: CommandServerLimits): Promise<BackgroundTask> {
+  const app: INestMicroservice = await NestFactory.createMicroservice(BudgetCommandsModule.register(port), {
+    strategy: new JetStreamCommandServer(commandServerOptions(ctx, limits)),
+    logger: ctx.logger,
+  });
+  await app.listen();
+  return { name: 'budget-commands', stop: () => app.close() };
+}

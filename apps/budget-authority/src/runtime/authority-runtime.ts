@@ -1,0 +1,85 @@
+// Builds the BudgetAuthority of this process from the host's NATS and config: the
+// JetStream event store (behind a switch for test-only lost acknowledgements), the
+// Ed25519 signer, the simulated payment rail and the admission hook, with every limit
+// named. One instance per process: it holds the per-tree cache and queue.
+import { randomBytes } from 'node:crypto';
+import { BudgetAuthority, budgetEventRegistry, type BudgetAuthorityLimits, type PaymentRail } from '@tally/budget-application';
+import { Ed25519Signer, SimulatedPaymentRail } from '@tally/budget-infrastructure';
+import type { HostContext, TallyConfig } from '@tally/platform-app';
+import { JetStreamEventStore } from '@tally/platform-jetstream';
+import type { AuthorityExtras } from './authority-extras.js';
+import { ConfigurableAdmissionHook } from './configurable-admission-hook.js';
+import { faultTargets, type FaultTargets } from './fault-targets.js';
+import { SwitchableEventStore } from './switchable-event-store.js';
+
+export interface AuthorityRuntime {
+  readonly authority: BudgetAuthority;
+  readonly faults: FaultTargets | undefined;
+}
+
+const DAY_MS = 86_400_000;
+
+export function authorityLimits(config: TallyConfig): BudgetAuthorityLimits {
+  const a = config.authority;
+  return {
+    appendAttemptsMax: a.append_attempts_max,
+    truthReadAttemptsMax: 5,
+    truthReadDelayMs: 100,
+    treeCacheMax: 10_000,
+    // A hot tree is served in order inside one process; a burst beyond this is shed with QueueFull.
+    queueWaitingMax: 8_192,
+    holdTtlMs: a.hold_ttl_ms,
+    nonceTtlMs: a.nonce_ttl_seconds * 1000,
+    requireExecutionNonce: a.require_execution_nonce,
+    delegationDepthMax: 16,
+    grantsPerCapabilityMax: 64,
+    capabilityTtlMaxMs: 365 * DAY_MS,
+    expireHoldsPerStepMax: a.sweep_batch_max,
+    mutationListLimitMax: 1_000,
+    receiptAppendAttemptsMax: 3,
+  };
+}
+
+export function authoritySigner(config: TallyConfig): Ed25519Signer {
+  const a = config.authority;
+  return a.signing_key ? Ed25519Signer.fromSeed(a.signing_key) : Ed25519Signer.loadOrCreate(a.signing_key_path);
+}
+
+/** Delegates to the current simulated rail, so a test can start over with a fresh one. */
+class RailSwitch implements PaymentRail {
+  constructor(public current: SimulatedPaymentRail) {}
+  authorize: PaymentRail['authorize'] = (request) => this.current.authorize(request);
+  capture: PaymentRail['capture'] = (request) => this.current.capture(request);
+  release: PaymentRail['release'] = (request) => this.current.release(request);
+  refund: PaymentRail['refund'] = (request) => this.current.refund(request);
+  settlementState: PaymentRail['settlementState'] = (reference) => this.current.settlementState(reference);
+}
+
+export function buildAuthorityRuntime(ctx: HostContext, signer: Ed25519Signer, extras: AuthorityExtras): AuthorityRuntime {
+  const names = ctx.nats.names;
+  const jetStreamStore = new JetStreamEventStore(ctx.nats.js, ctx.nats.jsm, {
+    stream: names.budgetEventsStream,
+    registry: budgetEventRegistry(),
+    publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
+    loadEventsMax: 1_000_000,
+    loadIdleTimeoutMs: 5_000,
+  });
+  const store = new SwitchableEventStore(jetStreamStore);
+  const newRail = () => new SimulatedPaymentRail({ mode: ctx.config.authority.payment_mode });
+  const rail = new RailSwitch(newRail());
+  const hook = new ConfigurableAdmissionHook();
+  const authority = new BudgetAuthority(
+    {
+      store,
+      subjectOf: (rootId) => names.budgetEventSubject(rootId),
+      clock: { nowMs: () => Date.now() },
+      ids: { newId: () => randomBytes(12).toString('hex') },
+      rail,
+      signer,
+      hook,
+    },
+    authorityLimits(ctx.config),
+  );
+  const faults = extras.faultInjection ? faultTargets(() => rail.current, store, hook, () => (rail.current = newRail())) : undefined;
+  return { authority, faults };
+}
