@@ -36,8 +36,6 @@ function benchEvent(aggregate: string, i: number): Omit<EventMessage, 'schemaVer
 interface Timed {
   readonly opsPerSecond: number;
   readonly latenciesMs: number[];
-  /** This process's CPU time per operation: what the client itself spends, which machine noise barely moves. */
-  readonly cpuUsPerOp: number;
 }
 
 /**
@@ -46,23 +44,16 @@ interface Timed {
  * which a 2-core box shared with other work has plenty of.
  */
 async function interleaved(count: number, ops: readonly ((i: number) => Promise<unknown>)[]): Promise<Timed[]> {
+  // Wall time only: process.cpuUsage is tick-sampled here, far too coarse for operations of a few hundred µs.
   const latencies = ops.map(() => [] as number[]);
-  const cpuUs = ops.map(() => 0);
   for (let i = 0; i < count; i++) {
     for (let k = 0; k < ops.length; k++) {
-      const cpu = process.cpuUsage();
       const t = performance.now();
       await ops[k]!(i);
       latencies[k]!.push(performance.now() - t);
-      const used = process.cpuUsage(cpu);
-      cpuUs[k]! += used.user + used.system;
     }
   }
-  return latencies.map((l, k) => ({
-    opsPerSecond: count / (l.reduce((a, b) => a + b, 0) / 1000),
-    latenciesMs: l.sort((a, b) => a - b),
-    cpuUsPerOp: cpuUs[k]! / count,
-  }));
+  return latencies.map((l) => ({ opsPerSecond: count / (l.reduce((a, b) => a + b, 0) / 1000), latenciesMs: l.sort((a, b) => a - b) }));
 }
 
 /** Runs `laneCount` independent sequential loops at once, `perLane` operations each; returns ops/s. */
@@ -91,7 +82,6 @@ function seqRows(name: string, timed: Timed, baselineCase: string | undefined, n
     { suite: SUITE, case: name, metric: 'ops/s', value: timed.opsPerSecond, ...base, note },
     { suite: SUITE, case: name, metric: 'p50 ms', value: percentile(timed.latenciesMs, 50), ...base },
     { suite: SUITE, case: name, metric: 'p99 ms', value: percentile(timed.latenciesMs, 99), ...base },
-    { suite: SUITE, case: name, metric: 'client cpu us/op', value: timed.cpuUsPerOp, ...base },
   ];
 }
 
@@ -163,16 +153,20 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
     async (i) => (warm = (await store.append(subject('warm-store'), [benchEvent('warm-store', i)], warm)).lastSequence),
   ]);
 
-  ctx.log(`jetstream: sequential, ${seqCount} each of raw publish, raw OCC publish and store append, interleaved`);
+  ctx.log(`jetstream: sequential, ${seqCount} each of raw publish, raw OCC publish (bare and with encode) and store append, interleaved`);
   let rawLast = 0;
+  let encodedLast = 0;
   let storeLast = 0;
-  const [rawSeq, rawOcc, storeSeq] = await interleaved(seqCount, [
+  const [rawSeq, rawOcc, rawEncoded, storeSeq] = await interleaved(seqCount, [
     (i) => js.publish(subject('raw-plain'), payload, { msgID: `plain-${i}`, timeout: 10_000 }),
     async (i) => (rawLast = (await rawOccPublish(js, subject('raw-occ'), payload, `occ-${i}`, rawLast)).seq),
+    // Diagnostic: the raw twin plus the registry's encode, to show what the rest of the store costs.
+    async (i) => (encodedLast = (await rawOccPublish(js, subject('raw-enc'), registry.encode(benchEvent('raw-enc', i)), `enc-${i}`, encodedLast)).seq),
     async (i) => (storeLast = (await store.append(subject('store-seq'), [benchEvent('store-seq', i)], storeLast)).lastSequence),
   ]);
   rows.push(...seqRows('raw publish sequential', rawSeq!, undefined, 'await each ack'));
   rows.push(...seqRows('raw OCC publish sequential', rawOcc!, 'raw publish sequential', 'msg id + expected last subject seq'));
+  rows.push(...seqRows('raw OCC + registry.encode sequential', rawEncoded!, 'raw OCC publish sequential', 'diagnostic: encode cost alone'));
   rows.push(...seqRows('store append sequential', storeSeq!, 'raw OCC publish sequential', 'encode + validate + OCC'));
 
   ctx.log(`jetstream: pipelined, ${rounds} alternating rounds of ${IN_FLIGHT * perLane} each`);
