@@ -44,7 +44,8 @@ interface Timed {
  * which a 2-core box shared with other work has plenty of.
  */
 async function interleaved(count: number, ops: readonly ((i: number) => Promise<unknown>)[]): Promise<Timed[]> {
-  // Wall time only: process.cpuUsage is tick-sampled here, far too coarse for operations of a few hundred µs.
+  // Wall time only: per-operation CPU readings (process.cpuUsage) include GC and helper threads, and
+  // swung too much between identical operations to compare.
   const latencies = ops.map(() => [] as number[]);
   for (let i = 0; i < count; i++) {
     for (let k = 0; k < ops.length; k++) {
