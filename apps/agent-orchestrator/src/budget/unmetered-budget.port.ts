@@ -1,0 +1,16 @@
+// Unmetered mode (docs/adr/0005): an explicit, loudly logged setting for benchmarks and
+// local experiments. No authority is asked, but nothing is hidden from an audit: every
+// attempt is still recorded with its price and worst-case cost, under a hold id that
+// says it was never admitted, and the receipt says `metered: false`.
+import type { AdmitDecision, AdmitRequest, BudgetPort, SettleRequest, SettleResult } from '@tally/orchestrator-application';
+import { UNMETERED_HOLD_PREFIX } from '../projections/wire-receipt.js';
+
+export class UnmeteredBudgetPort implements BudgetPort {
+  async admit(request: AdmitRequest): Promise<AdmitDecision> {
+    return { verdict: 'allow', hold_id: `${UNMETERED_HOLD_PREFIX}${request.request_id}` };
+  }
+
+  async settle(request: SettleRequest): Promise<SettleResult> {
+    return { receipt: { unmetered: true, hold_id: request.hold_id } };
+  }
+}

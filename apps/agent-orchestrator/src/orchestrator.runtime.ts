@@ -1,0 +1,47 @@
+// The orchestrator's collaborators, built once from the service host's context and
+// shared by the HTTP controllers, the submission subject and the dispatch workers.
+import { jetstream } from '@nats-io/jetstream';
+import { WorkUnitRepository, WorkUnits, workEventRegistry } from '@tally/orchestrator-application';
+import { WorkProjectionReads } from '@tally/orchestrator-projections';
+import type { HostContext } from '@tally/platform-app';
+import { JetStreamEventStore } from '@tally/platform-jetstream';
+
+/** Events a single work unit may hold: ~4 per attempt under the largest ceiling, with room to spare. */
+export const UNIT_EVENTS_MAX = 10_000;
+/** Bound on reload-and-decide when a command meets a concurrent append. */
+export const CONFLICT_RETRIES_MAX = 8;
+
+export interface OrchestratorRuntime {
+  readonly ctx: HostContext;
+  readonly repository: WorkUnitRepository;
+  readonly units: WorkUnits;
+  readonly reads: WorkProjectionReads;
+  /** Core NATS subject the API publishes a work id on when its abort is recorded; workers listen. */
+  readonly abortSubject: string;
+}
+
+export const clock = { nowMs: () => Date.now() };
+
+export function abortSubjectOf(namespace: string): string {
+  // Outside every stream's subjects (work.evt.>, work.queue): a notification, not a record.
+  return `${namespace}.work.abort`;
+}
+
+export function buildRuntime(ctx: HostContext): OrchestratorRuntime {
+  const { nats, config, dataSource } = ctx;
+  const store = new JetStreamEventStore(jetstream(nats.nc, { timeout: config.nats.publish_timeout_ms }), nats.jsm, {
+    stream: nats.names.workEventsStream,
+    registry: workEventRegistry(),
+    publishTimeoutMs: config.nats.publish_timeout_ms,
+    loadEventsMax: UNIT_EVENTS_MAX,
+    loadIdleTimeoutMs: config.nats.publish_timeout_ms,
+  });
+  const repository = new WorkUnitRepository(store, (id) => nats.names.workEventSubject(id));
+  return {
+    ctx,
+    repository,
+    units: new WorkUnits(repository, clock, CONFLICT_RETRIES_MAX),
+    reads: new WorkProjectionReads(() => dataSource.manager),
+    abortSubject: abortSubjectOf(nats.names.namespace),
+  };
+}

@@ -1,0 +1,63 @@
+// Submitting and aborting work, shared by POST /v1/work, the `work.submit` command and
+// POST /v1/work/{id}/abort. Submission appends WorkSubmitted (idempotent by work id: the
+// command id derives from it) and then enqueues the id with Nats-Msg-Id = work id, so a
+// repeated submission neither records nor queues the unit twice.
+import type { SubmitWorkDto } from '@tally/contracts';
+import type { Rejection, WorkLimitsInput } from '@tally/orchestrator-domain';
+import type { TallyConfig } from '@tally/platform-app';
+import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
+
+export type SubmitOutcome = { readonly ok: true; readonly work_id: string; readonly status: 'queued' } | { readonly ok: false; readonly rejection: Rejection };
+
+export type AbortOutcome = { readonly ok: true } | { readonly ok: false; readonly rejection: Rejection };
+
+export const ABORT_REASON = 'aborted by request';
+
+/** Limits the submitter left out come from config, so operators set the defaults in one place. */
+export function limitsFor(config: TallyConfig, submitted: SubmitWorkDto['limits']): WorkLimitsInput {
+  const o = config.orchestrator;
+  return {
+    max_retries: submitted?.max_retries ?? o.max_retries,
+    run_retry_attempts: submitted?.run_retry_attempts ?? o.run_retry_attempts,
+    max_tokens: submitted?.max_tokens ?? o.max_tokens,
+    timeout_ms: submitted?.timeout_ms ?? o.timeout_ms,
+    retry_base_backoff_ms: o.retry_base_backoff_ms,
+    // An endurance round waits longer than a same-leg retry; both stay under the configured cap.
+    run_retry_base_backoff_ms: Math.min(o.retry_base_backoff_ms * 4, o.retry_max_backoff_ms),
+    max_backoff_ms: o.retry_max_backoff_ms,
+    ...(submitted?.dispatch_ceiling === undefined ? {} : { dispatch_ceiling: submitted.dispatch_ceiling }),
+  };
+}
+
+export class WorkSubmission {
+  constructor(private readonly rt: OrchestratorRuntime) {}
+
+  async submit(dto: SubmitWorkDto, workId: string): Promise<SubmitOutcome> {
+    const result = await this.rt.units.submit({
+      work_id: workId,
+      session_id: dto.session_id ?? workId,
+      purpose: dto.purpose,
+      token: dto.token,
+      route: dto.route.map((l) => ({ provider: l.provider, model: l.model })),
+      messages: dto.messages.map((m) => ({ role: m.role, content: m.content })),
+      limits: limitsFor(this.rt.ctx.config, dto.limits),
+    });
+    if (!result.ok) return result;
+    await this.enqueue(workId);
+    return { ok: true, work_id: workId, status: 'queued' };
+  }
+
+  /** Queues the unit for the dispatch workers; within the duplicate window a repeat is dropped by the stream. */
+  async enqueue(workId: string): Promise<void> {
+    const { nats, config } = this.rt.ctx;
+    await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: workId }), { msgID: workId, timeout: config.nats.publish_timeout_ms });
+  }
+
+  /** Records the abort, then tells the workers at once; a worker also re-checks the unit's events while it works. */
+  async abort(workId: string): Promise<AbortOutcome> {
+    const result = await this.rt.units.requestAbort(workId, ABORT_REASON, `${workId}:abort`);
+    if (!result.ok) return result;
+    this.rt.ctx.nats.nc.publish(this.rt.abortSubject, workId);
+    return { ok: true };
+  }
+}

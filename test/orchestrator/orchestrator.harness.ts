@@ -1,0 +1,162 @@
+// Runs the agent-orchestrator as real processes against the scripted provider over real
+// HTTP, each suite in its own namespace with its own SQLite file, and removes its streams
+// afterwards. Unmetered mode stands in for the budget authority until that service runs.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deleteNamespaceStreams, ScriptedProvider, ServiceProcess, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
+
+export const PRICE = { input_per_mtok_units: 1_000_000, output_per_mtok_units: 2_000_000, currency: 'USD' };
+export const MODELS = ['ok-model', 'flaky-model', 'limited-model', 'abort-model', 'slow-model', 'fallback-model', 'hang-model', 'bench-model'] as const;
+
+export interface OrchestratorHarnessOptions {
+  readonly prefix: string;
+  /** Extra environment for every process (TALLY__… settings). */
+  readonly env?: Record<string, string>;
+  /** One scripted provider per process (to tell which process dispatched), or one shared. */
+  readonly providerPerProcess?: boolean;
+}
+
+export class OrchestratorHarness {
+  readonly namespace: string;
+  readonly dir: string;
+  readonly processes: ServiceProcess[] = [];
+  readonly providers: ScriptedProvider[] = [];
+
+  constructor(private readonly options: OrchestratorHarnessOptions) {
+    this.namespace = uniqueNamespace(options.prefix);
+    this.dir = mkdtempSync(join(tmpdir(), `tally-${options.prefix}-`));
+  }
+
+  get sqlitePath(): string {
+    return join(this.dir, 'projections.sqlite');
+  }
+
+  /** The scripted provider process `index` talks to. */
+  provider(index = 0): ScriptedProvider {
+    return this.providers[this.options.providerPerProcess ? index : 0]!;
+  }
+
+  /** Paid calls the provider(s) saw for `model`. */
+  calls(model?: string): number {
+    return this.providers.reduce((n, p) => n + p.calls(model), 0);
+  }
+
+  async start(count = 1, env: Record<string, string> = {}): Promise<ServiceProcess[]> {
+    const started: ServiceProcess[] = [];
+    for (let i = 0; i < count; i++) {
+      const index = this.processes.length;
+      if (this.providers.length === 0 || (this.options.providerPerProcess && !this.providers[index])) this.providers[index] = await ScriptedProvider.start();
+      started.push(await this.startOne(index, env));
+    }
+    return started;
+  }
+
+  /** Starts (or restarts) the process at `index`, on the same namespace, database and provider. */
+  async startOne(index: number, env: Record<string, string> = {}): Promise<ServiceProcess> {
+    const provider = this.provider(index);
+    const config = join(this.dir, `config-${index}.json`);
+    const models = Object.fromEntries(MODELS.map((m) => [m, PRICE]));
+    const base = provider.url;
+    writeFileSync(
+      config,
+      JSON.stringify({
+        providers: [
+          { name: 'scripted', kind: 'openai', base_url: base, api_key_env: 'SCRIPTED_API_KEY', models },
+          { name: 'scripted-anthropic', kind: 'anthropic', base_url: base, api_key_env: 'SCRIPTED_API_KEY', models },
+        ],
+      }),
+    );
+    const svc = await ServiceProcess.start({
+      service: 'agent-orchestrator',
+      readyTimeoutMs: 120_000,
+      env: {
+        NATS_URL: sharedNatsUrl(),
+        TALLY_NAMESPACE: this.namespace,
+        TALLY_SQLITE_PATH: this.sqlitePath,
+        TALLY_CONFIG: config,
+        DATABASE_URL: '',
+        SCRIPTED_API_KEY: 'test-key',
+        TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+        TALLY__ORCHESTRATOR__BUDGET_MODE: 'unmetered',
+        TALLY__ORCHESTRATOR__RETRY_BASE_BACKOFF_MS: '1',
+        TALLY__ORCHESTRATOR__RETRY_MAX_BACKOFF_MS: '50',
+        ...this.options.env,
+        ...env,
+      },
+    });
+    this.processes[index] = svc;
+    return svc;
+  }
+
+  get url(): string {
+    const alive = this.processes.find((p) => p.exited === null);
+    if (!alive) throw new Error('no orchestrator process is running');
+    return alive.url;
+  }
+
+  async post(path: string, body: unknown, url = this.url): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> };
+  }
+
+  async get(path: string, url = this.url): Promise<{ status: number; body: Record<string, unknown>; contentType: string | null }> {
+    const res = await fetch(`${url}${path}`);
+    return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown>, contentType: res.headers.get('content-type') };
+  }
+
+  /** Polls until `check` returns a value (not undefined), or fails after timeoutMs. */
+  async eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    let last: unknown;
+    while (Date.now() < deadline) {
+      try {
+        const value = await check();
+        if (value !== undefined) return value;
+      } catch (error) {
+        last = error;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${this.processes.map((p) => p.logs().slice(-4_000)).join('\n----\n')}`);
+  }
+
+  /** Waits until the unit's status (from the projection) is terminal, and returns it. */
+  async terminal(workId: string, timeoutMs = 90_000): Promise<Record<string, unknown>> {
+    return this.eventually(`work ${workId} to end`, async () => {
+      const { status, body } = await this.get(`/v1/work/${workId}`);
+      return status === 200 && ['completed', 'failed', 'aborted'].includes(body['status'] as string) ? body : undefined;
+    }, timeoutMs);
+  }
+
+  /** The session log once its turn card for `workId` is projected. */
+  async sessionLog(sessionId: string, workId: string): Promise<{ entries: Record<string, unknown>[]; warnings: unknown[] }> {
+    return this.eventually(`session ${sessionId} log`, async () => {
+      const { status, body } = await this.get(`/v1/sessions/${sessionId}/log`);
+      const entries = (body['entries'] ?? []) as Record<string, unknown>[];
+      return status === 200 && entries.some((e) => e['kind'] === 'turn-card' && e['work_id'] === workId) ? (body as unknown as { entries: Record<string, unknown>[]; warnings: unknown[] }) : undefined;
+    });
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.processes.map((p) => p.stop()));
+    await Promise.all(this.providers.map((p) => p.stop()));
+    await deleteNamespaceStreams(sharedNatsUrl(), this.namespace);
+  }
+}
+
+let counter = 0;
+export function workBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  counter++;
+  const id = `w${Date.now().toString(36)}${counter}${Math.random().toString(36).slice(2, 6)}`;
+  return {
+    work_id: id,
+    session_id: `s-${id}`,
+    purpose: 'execute',
+    token: 'capability-token',
+    route: [{ provider: 'scripted', model: 'ok-model' }],
+    messages: [{ role: 'user', content: 'hello' }],
+    limits: { max_tokens: 64, timeout_ms: 10_000 },
+    ...overrides,
+  };
+}
