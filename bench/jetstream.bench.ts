@@ -141,8 +141,9 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
   const storeOptions = { stream: names.workEventsStream, registry, publishTimeoutMs: 10_000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 };
   const store = new JetStreamEventStore(js, jsm, storeOptions);
   const seqCount = Math.max(50, Math.round(2000 * ctx.scale));
-  const perLane = Math.max(4, Math.round(12 * ctx.scale));
-  const rounds = 5;
+  const perLane = Math.max(4, Math.round(8 * ctx.scale));
+  // Short runs, many rounds, the median: pipelined throughput is CPU-bound and swings with whatever else the machine runs.
+  const rounds = 9;
   const payload = registry.encode(benchEvent('raw', 0));
   const subject = (name: string) => names.workEventSubject(name);
   const rows: BenchRow[] = [];
