@@ -92,7 +92,11 @@ export function decidePaymentStep(command: RecordPaymentStep, state: TreeState):
 }
 
 export function decideLease(command: RecordLease, state: TreeState): Decision {
-  if (!state.holds.has(command.hold_id)) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
+  const hold = state.holds.get(command.hold_id);
+  if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
+  // The same lease fact twice is one fact: its event id would be dropped as a duplicate anyway.
+  if (command.outcome === 'reserved' && hold.lease_id === command.lease_id) return accept();
+  if (command.outcome === 'released' && hold.lease_id === command.lease_id && hold.lease_released) return accept();
   if (command.outcome === 'reserved') {
     return accept({ type: 'LeaseReserved', event_id: EventIds.leaseReserved(command.hold_id, command.lease_id), data: { hold_id: command.hold_id, lease_id: command.lease_id, at_ms: command.now_ms } });
   }

@@ -1,0 +1,140 @@
+// One Admit, in the spec's order: verify the capability, match a grant, authorize the
+// hold (one append), take the admission hook's lease, nonce preflight or presented-nonce
+// check, capture (one append), authorize the payment, consume the nonce and allow (one
+// append with the receipt). Every path ends in exactly one signed receipt.
+import { EventIds, type AdmitContext, type BudgetCommand, type Hold, type NonceBinding, type TreeState } from '@tally/budget-domain';
+import type { CapabilityClaims } from '../tokens.js';
+import { Reasons, type AuthorityContext } from '../authority-context.js';
+import { decisionFrom, type AdmitDecision, type DecisionExtras, type ReceiptMetadata } from '../receipts.js';
+import { writeReceipt, type Written } from '../receipt-writer.js';
+
+export interface AdmitCommand {
+  /** The transport's retry key: the same command id always gets the same answer. */
+  readonly command_id: string;
+  readonly request_id: string;
+  readonly token: string;
+  readonly server_id: string;
+  readonly tool_name: string;
+  readonly parameters_hash: string;
+  readonly requested_cost?: bigint;
+  readonly execution_nonce?: string;
+  readonly context: AdmitContext;
+}
+
+/** The mutable working set of one Admit; the steps live in admit-steps.ts. */
+export class AdmitFlow {
+  readonly meta: ReceiptMetadata = { budget_authority: {}, financial: {} };
+  /** Facts learned from ports that ride along with the next append. */
+  pending: BudgetCommand[] = [];
+  hold: Hold | undefined;
+  leaseId: string | undefined;
+  payment: { authorization_id: string; mode: 'reversible_hold' | 'prepaid_final' } | undefined;
+  nonce: { nonce_id: string; binding: NonceBinding; expires_at_ms: number } | undefined;
+  readonly preflight: boolean;
+
+  constructor(
+    readonly ctx: AuthorityContext,
+    readonly cmd: AdmitCommand,
+    readonly claims: CapabilityClaims,
+  ) {
+    this.preflight = ctx.limits.requireExecutionNonce && cmd.execution_nonce === undefined;
+  }
+
+  get root(): string {
+    return this.claims.root_id;
+  }
+
+  get holdId(): string {
+    return this.hold!.hold_id;
+  }
+
+  now(): number {
+    return this.ctx.clock.nowMs();
+  }
+
+  refresh(state: TreeState): Hold {
+    this.hold = state.holds.get(this.holdId) ?? this.hold!;
+    return this.hold;
+  }
+
+  /** Releases the runtime lease, recording the outcome; false when the release is not confirmed. */
+  async releaseLease(): Promise<boolean> {
+    if (this.leaseId === undefined || this.hold === undefined) return true;
+    const lease = { lease_id: this.leaseId, hold_id: this.holdId, request_id: this.cmd.request_id };
+    const leaseId = this.leaseId;
+    this.leaseId = undefined;
+    try {
+      await this.ctx.hook.release(lease);
+      this.pending.push({ type: 'RecordLease', hold_id: lease.hold_id, lease_id: leaseId, outcome: 'released', now_ms: this.now() });
+      this.meta.runtime = { ...this.meta.runtime, lease_id: leaseId, reservation_released: true };
+      return true;
+    } catch {
+      // The hook's error text stays internal: the receipt only says the release was not confirmed.
+      this.pending.push({ type: 'RecordLease', hold_id: lease.hold_id, lease_id: leaseId, outcome: 'failed', now_ms: this.now() });
+      this.meta.runtime = { ...this.meta.runtime, lease_id: leaseId, reservation_release_failed: true, reservation_retained: true };
+      return false;
+    }
+  }
+
+  recordAmbiguity(kind: Extract<BudgetCommand, { type: 'RecordAmbiguity' }>['kind'], eventId: string | undefined, present: ReadonlySet<string> | undefined): void {
+    this.pending.push({
+      type: 'RecordAmbiguity',
+      kind,
+      hold_id: this.holdId,
+      ...(eventId === undefined ? {} : { event_id: eventId }),
+      ...(eventId === undefined || present === undefined ? {} : { event_in_stream: present.has(eventId) }),
+      reference: this.cmd.request_id,
+      now_ms: this.now(),
+    });
+  }
+
+  async deny(reason: string): Promise<AdmitDecision> {
+    return this.answer('deny', reason, { dispatch: false });
+  }
+
+  /** Writes the receipt with the pending facts; if a fact no longer applies, the receipt still lands alone. */
+  async answer(verdict: 'allow' | 'deny', reason: string, extras: DecisionExtras, facts: readonly BudgetCommand[] = []): Promise<AdmitDecision> {
+    let written = await this.tryAnswer(verdict, reason, extras, facts);
+    if (written.kind === 'rejected') {
+      this.pending = [];
+      written = await this.tryAnswer(verdict, reason, extras, []);
+    }
+    if (written.kind === 'rejected') throw new Error(`receipt for ${this.cmd.command_id} was rejected: ${written.rejection.message}`);
+    return written.decision;
+  }
+
+  /** Writes the receipt only together with the pending facts and `facts`; a rejection comes back to the caller. */
+  async tryAnswer(verdict: 'allow' | 'deny', reason: string, extras: DecisionExtras, facts: readonly BudgetCommand[]): Promise<{ kind: 'answered'; decision: AdmitDecision } | Extract<Written, { kind: 'rejected' }>> {
+    const fields = {
+      kind: 'admission' as const,
+      verdict,
+      reason,
+      request_id: this.cmd.request_id,
+      capability_id: this.claims.id,
+      hold_id: this.hold?.hold_id ?? null,
+      grant_index: this.hold?.grant_index ?? null,
+      server_id: this.cmd.server_id,
+      tool_name: this.cmd.tool_name,
+      context: this.cmd.context,
+      metadata: this.meta,
+    };
+    const written = await writeReceipt(this.ctx, this.root, this.cmd.command_id, fields, [...this.pending, ...facts], extras);
+    if (written.kind === 'rejected') return written;
+    this.pending = [];
+    const record = written.state.receipts.get(written.receipt.id);
+    if (record) return { kind: 'answered', decision: decisionFrom(record) };
+    const decision = { verdict, reason, ...(this.hold ? { hold_id: this.holdId, grant_index: this.hold.grant_index } : {}), ...extras, receipt: written.receipt };
+    return { kind: 'answered', decision };
+  }
+
+  captureEventId(): string {
+    return EventIds.capture(this.holdId, this.hold!.authorize_commit_index);
+  }
+
+  captureSection(): NonNullable<ReceiptMetadata['budget_authority']['invocation_capture']> {
+    this.meta.budget_authority.invocation_capture ??= {};
+    return this.meta.budget_authority.invocation_capture;
+  }
+}
+
+export { Reasons };

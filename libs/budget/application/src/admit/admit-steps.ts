@@ -1,0 +1,155 @@
+// The steps of an Admit before the payment: authorize the hold, take the lease, the
+// nonce preflight or presented-nonce check, and the capture. Each returns a decision when
+// the path ends there, or undefined to go on.
+import { EventIds, nonceId, reverseKind, type BudgetCommand } from '@tally/budget-domain';
+import { Reasons } from '../authority-context.js';
+import type { AdmitDecision } from '../receipts.js';
+import { openToken, sealToken, type NonceClaims } from '../tokens.js';
+import type { AdmitFlow } from './admit-flow.js';
+
+export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const { cmd } = flow;
+  const command: BudgetCommand = {
+    type: 'AuthorizeHold',
+    request_id: cmd.request_id,
+    capability_id: flow.claims.id,
+    subject: flow.claims.subject_public_key,
+    server_id: cmd.server_id,
+    tool_name: cmd.tool_name,
+    parameters_hash: cmd.parameters_hash,
+    ...(cmd.requested_cost === undefined ? {} : { requested_cost: cmd.requested_cost }),
+    preflight: flow.preflight,
+    context: cmd.context,
+    hold_ttl_ms: flow.ctx.limits.holdTtlMs,
+    now_ms: flow.now(),
+  };
+  const out = await flow.ctx.trees.step(flow.root, () => [command]);
+  if (out.kind === 'rejected') return flow.deny(out.rejection.message);
+  const holdId = (flow.preflight ? out.state.preflights : out.state.requests).get(cmd.request_id);
+  if (out.kind === 'unknown' || holdId === undefined) {
+    // The hold may or may not be durable; if it is, the expiry sweep reverses it (B20).
+    flow.meta.budget_authority.authorize = { event_id: out.kind === 'unknown' ? out.eventIds[0] : null, authorize_ambiguous: true };
+    return flow.deny(Reasons.authorizeUnconfirmed);
+  }
+  flow.hold = out.state.holds.get(holdId)!;
+  flow.meta.budget_authority.hold_id = holdId;
+  flow.meta.budget_authority.authorize = { event_id: EventIds.authorize(holdId), budget_commit_index: flow.hold.authorize_commit_index };
+  return undefined;
+}
+
+export async function reserveLease(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const request = { request_id: flow.cmd.request_id, hold_id: flow.holdId, capability_id: flow.claims.id, server_id: flow.cmd.server_id, tool_name: flow.cmd.tool_name, context: flow.cmd.context };
+  let verdict;
+  try {
+    verdict = await flow.ctx.hook.reserve(request);
+  } catch {
+    verdict = { outcome: 'deny' as const, reason: 'admission hook failed' };
+  }
+  if (verdict.outcome === 'deny') {
+    flow.meta.runtime = { ...flow.meta.runtime, admission_denied: true, hook: flow.ctx.hook.name };
+    return preDispatchCleanup(flow, `${Reasons.runtimeDenied}: ${verdict.reason}`);
+  }
+  if (verdict.lease_id !== undefined) {
+    flow.leaseId = verdict.lease_id;
+    flow.meta.runtime = { ...flow.meta.runtime, lease_id: verdict.lease_id, hook: flow.ctx.hook.name };
+    flow.pending.push({ type: 'RecordLease', hold_id: flow.holdId, lease_id: verdict.lease_id, outcome: 'reserved', now_ms: flow.now() });
+  }
+  return undefined;
+}
+
+/** Rolls back the uncaptured hold and releases the lease; describes the attempt in budget_authority.cleanup_*. */
+async function rollback(flow: AdmitFlow, cause: 'nonce_preflight' | 'pre_dispatch_cleanup'): Promise<{ confirmed: boolean; released: boolean }> {
+  const hold = flow.hold!;
+  const attemptId = EventIds.rollback(hold.hold_id, hold.authorize_commit_index, reverseKind(hold));
+  Object.assign(flow.meta.budget_authority, {
+    cleanup_hold_id: hold.hold_id,
+    cleanup_mutation_kind: hold.monetary && !hold.preflight ? 'exposure' : 'invocation',
+    cleanup_capability_id: hold.capability_id,
+    cleanup_grant_index: hold.grant_index,
+    cleanup_attempt_event_id: attemptId,
+    cleanup_attempt_event_id_available: true,
+  });
+  const facts = flow.pending;
+  flow.pending = [];
+  const out = await flow.ctx.trees.step(flow.root, () => [...facts, { type: 'RollbackHold', hold_id: hold.hold_id, cause, now_ms: flow.now() }]);
+  if (out.kind === 'unknown') {
+    flow.meta.budget_authority.cleanup_ambiguous = true;
+    flow.recordAmbiguity('reverse', attemptId, out.present);
+  }
+  const confirmed = out.kind === 'committed' || (out.kind === 'rejected' && out.state.holds.get(hold.hold_id)?.status === 'reversed');
+  if (out.kind !== 'unknown') flow.refresh(out.state);
+  const released = await flow.releaseLease();
+  return { confirmed, released };
+}
+
+/** B15: cleanup before capture and payment; deny for `reason` only when every part is confirmed. */
+export async function preDispatchCleanup(flow: AdmitFlow, reason: string): Promise<AdmitDecision> {
+  const { confirmed, released } = await rollback(flow, 'pre_dispatch_cleanup');
+  if (confirmed && released) return flow.deny(reason);
+  flow.meta.budget_authority.pre_dispatch_cleanup_unconfirmed = true;
+  return flow.deny(Reasons.preDispatchCleanupUnconfirmed);
+}
+
+/** B13/B14: the preflight hold is always rolled back; only a fully confirmed cleanup earns a nonce. */
+export async function preflightNonce(flow: AdmitFlow): Promise<AdmitDecision> {
+  const { confirmed, released } = await rollback(flow, 'nonce_preflight');
+  if (!confirmed || !released) {
+    flow.meta.execution_nonce = { cleanup_unconfirmed: true };
+    return flow.deny(Reasons.preflightCleanupUnconfirmed);
+  }
+  const hold = flow.hold!;
+  const nonce: NonceClaims = {
+    nonce_id: nonceId(flow.cmd.request_id, hold.capability_id, hold.grant_index),
+    binding: { ...hold.binding, request_id: flow.cmd.request_id, capability_id: hold.capability_id },
+    expires_at_ms: flow.now() + flow.ctx.limits.nonceTtlMs,
+    key_id: flow.ctx.signer.keyId,
+  };
+  const token = sealToken(flow.ctx.signer, 'n1', nonce);
+  flow.meta.execution_nonce = { nonce_id: nonce.nonce_id, issued: true, expires_at: new Date(nonce.expires_at_ms).toISOString() };
+  const issue: BudgetCommand = { type: 'IssueNonce', hold_id: hold.hold_id, nonce, now_ms: flow.now() };
+  return flow.answer('allow', Reasons.nonceIssued, { dispatch: false, execution_nonce: token }, [issue]);
+}
+
+/** Step 5: a presented nonce must be ours, unexpired and bound to exactly this request (B15). */
+export async function checkPresentedNonce(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const claims = openToken<NonceClaims>(flow.ctx.signer, 'n1', flow.cmd.execution_nonce!);
+  if (!claims) return preDispatchCleanup(flow, Reasons.nonceInvalid);
+  const hold = flow.hold!;
+  const expected = { ...hold.binding, request_id: flow.cmd.request_id, capability_id: hold.capability_id };
+  const b = claims.binding;
+  const same =
+    b.subject === expected.subject &&
+    b.request_id === expected.request_id &&
+    b.capability_id === expected.capability_id &&
+    b.server_id === expected.server_id &&
+    b.tool_name === expected.tool_name &&
+    b.parameters_hash === expected.parameters_hash;
+  flow.meta.execution_nonce = { nonce_id: claims.nonce_id, presented: true };
+  if (!same) return preDispatchCleanup(flow, Reasons.nonceMismatch);
+  if (claims.expires_at_ms <= flow.now()) return preDispatchCleanup(flow, Reasons.nonceExpired);
+  flow.nonce = { nonce_id: claims.nonce_id, binding: claims.binding, expires_at_ms: claims.expires_at_ms };
+  return undefined;
+}
+
+/** Step 6 (B2, B10): capture at most once; a lost acknowledgement is read back and recorded, then denied. */
+export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const captureId = flow.captureEventId();
+  const facts = flow.pending;
+  flow.pending = [];
+  const out = await flow.ctx.trees.step(flow.root, () => [...facts, { type: 'CaptureInvocation', hold_id: flow.holdId, now_ms: flow.now() }]);
+  if (out.kind === 'committed') {
+    const hold = flow.refresh(out.state);
+    Object.assign(flow.captureSection(), { event_id: captureId, budget_commit_index: hold.capture_commit_index });
+    return undefined;
+  }
+  if (out.kind === 'rejected') {
+    flow.pending = facts.filter((f) => f.type === 'RecordLease');
+    await flow.releaseLease();
+    if (out.rejection.code === 'already_dispatched') return flow.deny(out.rejection.message);
+    return preDispatchCleanup(flow, out.rejection.message);
+  }
+  Object.assign(flow.captureSection(), { event_id: captureId, invocation_capture_ambiguous: true, admission_retained: true });
+  flow.recordAmbiguity('invocation_capture', captureId, out.present);
+  await flow.releaseLease();
+  return flow.deny(Reasons.captureUnconfirmed);
+}

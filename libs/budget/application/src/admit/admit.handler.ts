@@ -1,0 +1,51 @@
+// Admit: the entry point. A retried command id gets its original answer; a token that
+// does not verify is denied with a receipt on the unverified subject; everything else
+// runs the steps in the spec's order.
+import { Reasons, UNVERIFIED_TREE, type AuthorityContext } from '../authority-context.js';
+import { answeredCommand, decisionFrom, type AdmitDecision } from '../receipts.js';
+import { writeReceipt } from '../receipt-writer.js';
+import { openToken, type CapabilityClaims } from '../tokens.js';
+import { AdmitFlow, type AdmitCommand } from './admit-flow.js';
+import { allow, authorizePayment, needsPayment } from './admit-payment.js';
+import { authorizeHold, captureInvocation, checkPresentedNonce, preflightNonce, reserveLease } from './admit-steps.js';
+
+export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<AdmitDecision> {
+  const claims = openToken<CapabilityClaims>(ctx.signer, 'c1', cmd.token);
+  if (!claims) return denyUnverified(ctx, cmd);
+  const answered = answeredCommand(await ctx.trees.read(claims.root_id), cmd.command_id);
+  if (answered) return decisionFrom(answered);
+  const flow = new AdmitFlow(ctx, cmd, claims);
+  const early = (await authorizeHold(flow)) ?? (await reserveLease(flow));
+  if (early) return early;
+  if (flow.preflight) return preflightNonce(flow);
+  if (cmd.execution_nonce !== undefined) {
+    const rejected = await checkPresentedNonce(flow);
+    if (rejected) return rejected;
+  }
+  const captured = await captureInvocation(flow);
+  if (captured) return captured;
+  if (needsPayment(flow)) {
+    const unpaid = await authorizePayment(flow);
+    if (unpaid) return unpaid;
+  }
+  return allow(flow);
+}
+
+async function denyUnverified(ctx: AuthorityContext, cmd: AdmitCommand): Promise<AdmitDecision> {
+  const fields = {
+    kind: 'admission' as const,
+    verdict: 'deny' as const,
+    reason: Reasons.capabilityInvalid,
+    request_id: cmd.request_id,
+    capability_id: null,
+    hold_id: null,
+    grant_index: null,
+    server_id: cmd.server_id,
+    tool_name: cmd.tool_name,
+    context: cmd.context,
+    metadata: { budget_authority: {}, financial: {} },
+  };
+  const written = await writeReceipt(ctx, UNVERIFIED_TREE, cmd.command_id, fields, [], { dispatch: false });
+  if (written.kind === 'rejected') throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
+  return { verdict: 'deny', reason: written.receipt.reason ?? Reasons.capabilityInvalid, dispatch: false, receipt: written.receipt };
+}

@@ -1,0 +1,104 @@
+// Signed tokens the authority hands out: capabilities, execution nonces and admission
+// proofs. A token is `prefix.base64url(JSON claims).signature`; the signature is over the
+// canonical JSON of the claims, so any JSON spelling of the same claims verifies.
+import { moneyFromWire, moneyToWire } from '@tally/contracts';
+import type { Grant, NonceBinding } from '@tally/budget-domain';
+import type { Signer } from './ports.js';
+
+export interface WireGrant {
+  readonly server_id: string;
+  readonly tool_name: string;
+  readonly max_invocations?: number;
+  readonly max_cost_per_invocation?: number | string;
+  readonly max_total_cost_units?: number | string;
+  readonly currency?: string;
+}
+
+export interface CapabilityClaims {
+  readonly id: string;
+  readonly root_id: string;
+  readonly parent_id?: string;
+  readonly subject_public_key: string;
+  readonly issued_at_ms: number;
+  readonly expires_at_ms: number;
+  readonly grants: readonly WireGrant[];
+  readonly key_id: string;
+}
+
+export interface NonceClaims {
+  readonly nonce_id: string;
+  readonly binding: NonceBinding;
+  readonly expires_at_ms: number;
+  readonly key_id: string;
+}
+
+export interface AdmissionProofClaims {
+  readonly hold_id: string;
+  readonly request_id: string;
+  readonly capability_id: string;
+  readonly grant_index: number;
+  readonly server_id: string;
+  readonly tool_name: string;
+  readonly parameters_hash: string;
+  readonly capture_event_id: string;
+  readonly capture_commit_index: number;
+  readonly payment_authorization_id?: string;
+  readonly issued_at_ms: number;
+}
+
+/** What the orchestrator needs before a monetary dispatch; without it, dispatch fails closed. */
+export interface AdmissionProof {
+  readonly claims: AdmissionProofClaims;
+  readonly key_id: string;
+  readonly signature: string;
+}
+
+export function sealToken(signer: Signer, prefix: string, claims: object): string {
+  return `${prefix}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signer.sign(claims)}`;
+}
+
+/** Undefined for anything malformed or not signed by this authority. */
+export function openToken<T extends { key_id: string }>(signer: Signer, prefix: string, token: string): T | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts[0] !== prefix) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as T;
+    if (claims === null || typeof claims !== 'object' || typeof claims.key_id !== 'string') return undefined;
+    return signer.verify(claims, parts[2]!, claims.key_id) ? claims : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function signProof(signer: Signer, claims: AdmissionProofClaims): AdmissionProof {
+  return { claims, key_id: signer.keyId, signature: signer.sign(claims) };
+}
+
+export function verifyProof(signer: Signer, proof: AdmissionProof): boolean {
+  return signer.verify(proof.claims, proof.signature, proof.key_id);
+}
+
+export function grantToWire(grant: Grant): WireGrant {
+  return {
+    server_id: grant.server_id,
+    tool_name: grant.tool_name,
+    ...(grant.max_invocations === undefined ? {} : { max_invocations: grant.max_invocations }),
+    ...(grant.max_cost_per_invocation === undefined ? {} : { max_cost_per_invocation: moneyToWire(grant.max_cost_per_invocation) }),
+    ...(grant.max_total_cost_units === undefined ? {} : { max_total_cost_units: moneyToWire(grant.max_total_cost_units) }),
+    ...(grant.currency === undefined ? {} : { currency: grant.currency }),
+  };
+}
+
+export function grantFromWire(grant: WireGrant): Grant {
+  const money = (value: number | string | undefined) => (value === undefined ? undefined : moneyFromWire(value));
+  const perInvocation = money(grant.max_cost_per_invocation);
+  const total = money(grant.max_total_cost_units);
+  return {
+    server_id: grant.server_id,
+    tool_name: grant.tool_name,
+    ...(grant.max_invocations === undefined ? {} : { max_invocations: grant.max_invocations }),
+    ...(perInvocation === undefined ? {} : { max_cost_per_invocation: perInvocation }),
+    ...(total === undefined ? {} : { max_total_cost_units: total }),
+    ...(grant.currency === undefined ? {} : { currency: grant.currency }),
+  };
+}
