@@ -1,19 +1,17 @@
 // The agent-orchestrator's composition: projections, HTTP controllers, the submission
 // subject and the dispatch workers, on the shared service host.
 import { Module, type DynamicModule } from '@nestjs/common';
-import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { workEventRegistry, type BudgetPort } from '@tally/orchestrator-application';
 import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-providers';
 import { WORK_PROJECTION_ENTITIES, WORK_PROJECTION_MIGRATIONS, workUnitsProjection, type WorkUnitDeriver } from '@tally/orchestrator-projections';
-import { streamLimitsOf, type BackgroundTask, type HostContext, type ServiceDefinition, type TallyConfig } from '@tally/platform-app';
-import { tallyStreamSpecs } from '@tally/platform-jetstream';
-import { JetStreamCommandClient, JetStreamCommandServer } from '@tally/platform-nest';
+import type { BackgroundTask, HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
+import { JetStreamCommandClient } from '@tally/platform-nest';
 import { JetStreamBudgetPort } from './budget/jetstream-budget.port.js';
 import { UnmeteredBudgetPort } from './budget/unmetered-budget.port.js';
 import { startDispatchWorkers } from './dispatch/dispatch-workers.js';
 import { SessionsController } from './http/sessions.controller.js';
 import { WorkController } from './http/work.controller.js';
-import { WorkCommandsController } from './messaging/work-commands.controller.js';
+import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
 import { workUnitDeriver } from './projections/work-unit.deriver.js';
@@ -23,10 +21,6 @@ import { WorkSubmission } from './work/work-submission.js';
 @Module({})
 class OrchestratorModule {}
 
-/** Reply-cache limits; the authority opens the same bucket, so both must derive them alike (ADR 0003). */
-export function replyCacheLimitsOf(config: TallyConfig) {
-  return { ttlMs: Math.max(600_000, config.streams.duplicate_window_ms), replicas: config.streams.replicas, maxBytes: config.streams.max_bytes };
-}
 
 export async function orchestratorService(config: TallyConfig): Promise<ServiceDefinition> {
   let runtime: OrchestratorRuntime | undefined;
@@ -46,44 +40,20 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       const rt = runtimeOf(ctx);
       return {
         module: OrchestratorModule,
-        controllers: [WorkController, SessionsController, WorkCommandsController],
+        controllers: [WorkController, SessionsController],
         providers: [
           { provide: WorkSubmission, useValue: new WorkSubmission(rt) },
           { provide: WorkReads, useValue: new WorkReads(rt) },
         ],
       };
     },
-    transports: async (ctx) => [submissionServer(ctx)],
-    background: async (ctx) => startWorkers(runtimeOf(ctx)),
-  };
-}
-
-function submissionServer(ctx: HostContext): CustomTransportStrategy {
-  const { config, nats } = ctx;
-  const specs = tallyStreamSpecs(nats.names, streamLimitsOf(config));
-  const c = config.consumers;
-  const concurrencyMax = 64;
-  return new JetStreamCommandServer({
-    connection: nats.nc,
-    names: nats.names,
-    service: 'work',
-    commandsStream: specs.find((s) => s.name === nats.names.commandsStream)!,
-    deadLetterStream: specs.find((s) => s.name === nats.names.deadLetterStream)!,
-    replyCache: replyCacheLimitsOf(config),
-    consumer: {
-      ackWaitMs: c.ack_wait_ms,
-      deliveriesMax: Math.max(2, c.deliveries_max),
-      ackPendingMax: Math.max(c.ack_pending_max, concurrencyMax),
-      fetchBatch: Math.min(c.fetch_batch, concurrencyMax),
-      concurrencyMax,
-      pullExpiresMs: 30_000,
-      idleHeartbeatMs: 5_000,
-      workingIntervalMs: c.working_interval_ms,
+    background: async (ctx) => {
+      const rt = runtimeOf(ctx);
+      // Tasks stop in list order: the submission subject stops taking work before the workers drain.
+      const workers = await startWorkers(rt);
+      return [await startSubmissionServer(rt), ...workers];
     },
-    retry: { backoffBaseMs: 250, backoffMaxMs: Math.max(250, c.nak_delay_max_ms) },
-    publishTimeoutMs: config.nats.publish_timeout_ms,
-    drainTimeoutMs: 10_000,
-  });
+  };
 }
 
 async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> {

@@ -1,0 +1,70 @@
+// Proves O4: the session log puts each receipt between its prompt and reply and closes the
+// turn with a turn card, and a restart or a full replay into an empty database yields the
+// same receipts, messages and rows (byte for byte), with no warnings.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { WORK_PROJECTION_ENTITIES, WORK_PROJECTION_MIGRATIONS, WORK_UNITS_PROJECTION, WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE } from '@tally/orchestrator-projections';
+import { openDataSource, projectionDigest, readCheckpoint } from '@tally/platform-typeorm';
+import { join } from 'node:path';
+import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
+
+const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
+const h = new OrchestratorHarness({ prefix: 'o4' });
+beforeAll(async () => {
+  await h.start(1);
+}, 180_000);
+afterAll(() => h.dispose(), 60_000);
+
+async function snapshot(sessionId: string, workIds: string[]) {
+  const receipts = [];
+  for (const id of workIds) receipts.push((await h.get(`/v1/work/${id}/receipt`)).body);
+  const messages = (await h.get(`/v1/sessions/${sessionId}/messages`)).body;
+  const log = await h.sessionLog(sessionId, workIds.at(-1)!);
+  return { receipts, messages, log };
+}
+
+async function digestOf(sqlitePath: string): Promise<{ digest: string; checkpoint: number }> {
+  const ds = await openDataSource({ sqlitePath, entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
+  try {
+    return { digest: await projectionDigest(ds, TABLES), checkpoint: await readCheckpoint(ds.manager, WORK_UNITS_PROJECTION, `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`) };
+  } finally {
+    await ds.destroy();
+  }
+}
+
+describe('agent-orchestrator O4 audit survives restart and replay', () => {
+  it('O4 the log reads header, prompt, receipt, reply, turn card per unit; a restart and a replay into an empty database give the same receipts, messages and rows, with no warnings', async () => {
+    const sessionId = `s-o4-${Date.now().toString(36)}`;
+    h.provider().script('flaky-model', [{ kind: 'reset' }, { kind: 'stream', chunks: ['first reply'] }, { kind: 'stream', chunks: ['second reply'] }]);
+    const ids: string[] = [];
+    for (const content of ['first prompt', 'second prompt']) {
+      const body = workBody({ session_id: sessionId, route: [{ provider: 'scripted', model: 'flaky-model' }], messages: [{ role: 'user', content }] });
+      expect((await h.post('/v1/work', body)).status).toBe(202);
+      await h.terminal(body['work_id'] as string);
+      ids.push(body['work_id'] as string);
+    }
+    const before = await snapshot(sessionId, ids);
+    expect(before.log.entries.map((e) => e['kind'])).toEqual(['header', 'message', 'receipt', 'message', 'turn-card', 'message', 'receipt', 'message', 'turn-card']);
+    expect(before.log.warnings).toEqual([]);
+    expect(before.messages).toEqual({
+      messages: [
+        { role: 'user', content: 'first prompt' },
+        { role: 'assistant', content: 'first reply' },
+        { role: 'user', content: 'second prompt' },
+        { role: 'assistant', content: 'second reply' },
+      ],
+    });
+    expect((before.receipts[0]!['attempts'] as unknown[]).length).toBe(2);
+
+    await h.processes[0]!.stop();
+    const live = await digestOf(h.sqlitePath);
+    await h.startOne(0);
+    expect(await snapshot(sessionId, ids)).toEqual(before);
+
+    await h.processes[0]!.stop();
+    const empty = join(h.dir, 'replayed.sqlite');
+    await h.startOne(0, { TALLY_SQLITE_PATH: empty });
+    await h.eventually('the replay to reach the live checkpoint', async () => ((await digestOf(empty)).checkpoint >= live.checkpoint ? true : undefined));
+    expect(await snapshot(sessionId, ids)).toEqual(before);
+    expect((await digestOf(empty)).digest).toBe(live.digest);
+  });
+});
