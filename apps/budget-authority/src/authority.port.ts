@@ -11,6 +11,8 @@ export interface AuthorityPort {
   admit(command: AdmitCommand): Promise<AdmitDecision>;
   settle(command: SettleCommand): Promise<SettleResult>;
   keys(): PublicKeyDescription[];
+  /** Verifies and consumes an execution nonce outside an Admit (e.g. at the tool server). */
+  redeemNonce(token: string): Promise<boolean>;
 }
 
 export const AUTHORITY_PORT = Symbol('AUTHORITY_PORT');

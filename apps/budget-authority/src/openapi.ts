@@ -237,6 +237,14 @@ export const authorityOpenApi: Record<string, unknown> = {
         responses: { 200: { description: 'the signed receipt', ...json({ type: 'object', properties: { receipt: ref('Receipt') } }) }, 400: problem('invalid input'), 404: problem('unknown hold') },
       },
     },
+    '/v1/nonces/redeem': {
+      post: {
+        operationId: 'redeemNonce',
+        summary: 'Consume an execution nonce outside an Admit (e.g. at the tool server)',
+        requestBody: { required: true, ...json({ type: 'object', required: ['execution_nonce'], properties: { execution_nonce: { type: 'string' } } }) },
+        responses: { 200: { description: 'whether the nonce was valid and is now consumed', ...json({ type: 'object', properties: { redeemed: { type: 'boolean' } } }) }, 400: problem('invalid input') },
+      },
+    },
     '/v1/receipts/{id}': {
       get: { operationId: 'receipt', parameters: [idParam], responses: { 200: { description: 'the signed receipt', ...json(ref('Receipt')) }, 404: problem('unknown receipt') } },
     },

@@ -4,9 +4,14 @@
 import { Body, Controller, Headers, HttpCode, Inject, Post } from '@nestjs/common';
 import { AdmitCommandDto, SettleCommandDto } from '@tally/contracts';
 import { ProblemException } from '@tally/platform-app';
+import { IsString, Length } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 import { freshCommandId } from './http-support.js';
+
+export class RedeemNonceDto {
+  @IsString() @Length(1, 16_384) execution_nonce!: string;
+}
 
 @Controller('v1')
 export class AdmissionsController {
@@ -27,5 +32,12 @@ export class AdmissionsController {
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
     const result = await this.authority.settle(mapped.command);
     return wireJson({ receipt: result.receipt });
+  }
+
+  /** Additive: a tool server consumes a nonce it was handed; false when invalid, expired or already consumed. */
+  @Post('nonces/redeem')
+  @HttpCode(200)
+  async redeem(@Body() body: RedeemNonceDto) {
+    return { redeemed: await this.authority.redeemNonce(body.execution_nonce) };
   }
 }

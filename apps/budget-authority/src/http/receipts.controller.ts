@@ -1,10 +1,15 @@
 // GET /v1/receipts/{id} (the signed receipt, from the projection) and GET /v1/keys.
-import { Controller, Get, Inject, Param, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
+import { IsString, Length } from 'class-validator';
 import { rootOfReceiptId } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { Freshness } from './freshness.js';
 import { notFound, staleHeader, type HeaderSink } from './http-support.js';
+
+export class ReceiptsQueryDto {
+  @IsString() @Length(1, 256) request_id!: string;
+}
 
 @Controller('v1')
 export class ReceiptsController {
@@ -13,6 +18,13 @@ export class ReceiptsController {
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
   ) {}
+
+  /** Additive: every receipt of one request, oldest first (B17: one per decision, on every path). */
+  @Get('receipts')
+  async receiptsOfRequest(@Query() query: ReceiptsQueryDto) {
+    const receipts = await this.queries.receiptsOfRequest(query.request_id);
+    return { receipts: receipts.map((r) => ({ ...r.body, signature: r.signature, key_id: r.key_id })) };
+  }
 
   @Get('receipts/:id')
   async receipt(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {

@@ -1,0 +1,203 @@
+// Runs real budget-authority processes for the end-to-end suites and talks to them as
+// the orchestrator does: Admit and Settle as durable JetStream commands, everything else
+// over HTTP. Each stack has its own namespace (streams), its own database (an SQLite file,
+// or a PostgreSQL database when DATABASE_URL is set) and a shared signing key, so two
+// replicas sign alike. dispose() stops the processes and deletes what the stack created.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { tallyNames, type TallyNames } from '@tally/contracts';
+import { connectNats } from '@tally/platform-jetstream';
+import { JetStreamCommandClient, type CommandReply } from '@tally/platform-nest';
+import { deleteNamespaceStreams, ServiceProcess, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
+import pg from 'pg';
+
+export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export interface StackOptions {
+  /** Extra environment for every authority process (TALLY__AUTHORITY__… settings). */
+  readonly env?: Record<string, string>;
+  readonly faultInjection?: boolean;
+}
+
+export class AuthorityStack {
+  readonly processes: ServiceProcess[] = [];
+  private client: JetStreamCommandClient | undefined;
+  private nc: NatsConnection | undefined;
+  private commandSeq = 0;
+
+  private constructor(
+    readonly names: TallyNames,
+    readonly env: Record<string, string>,
+    private readonly cleanup: () => Promise<void>,
+  ) {}
+
+  static async create(prefix: string, options: StackOptions = {}): Promise<AuthorityStack> {
+    const namespace = uniqueNamespace(prefix);
+    const database = await createDatabase(namespace);
+    const env: Record<string, string> = {
+      NATS_URL: sharedNatsUrl(),
+      TALLY_NAMESPACE: namespace,
+      TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
+      TALLY_FAULT_INJECTION: options.faultInjection === false ? 'false' : 'true',
+      ...database.env,
+      ...options.env,
+    };
+    return new AuthorityStack(tallyNames(namespace), env, database.drop);
+  }
+
+  /** Starts one more authority replica on the same streams, database and key. */
+  async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+    const svc = await ServiceProcess.start({ service: 'budget-authority', env: { ...this.env, ...extraEnv }, readyTimeoutMs: 120_000 });
+    this.processes.push(svc);
+    return svc;
+  }
+
+  get url(): string {
+    const alive = this.processes.find((p) => p.exited === null);
+    if (!alive) throw new Error('no authority process is running');
+    return alive.url;
+  }
+
+  async commands(): Promise<JetStreamCommandClient> {
+    if (this.client) return this.client;
+    this.nc = await connectNats({ url: sharedNatsUrl(), name: `orchestrator-test-${this.names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+    this.client = await new JetStreamCommandClient(this.nc, { names: this.names, publishTimeoutMs: 10_000, cacheTimeoutMs: 5_000, cachePollMs: 50 }).start();
+    return this.client;
+  }
+
+  nextCommandId(label: string): string {
+    return `${label}-${++this.commandSeq}-${randomBytes(4).toString('hex')}`;
+  }
+
+  /** Admit over JetStream, as the orchestrator sends it. */
+  async admit(payload: Json, commandId = this.nextCommandId('admit')): Promise<Json> {
+    return unwrap(await (await this.commands()).send<Json>('budget', 'admit', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }));
+  }
+
+  async settle(payload: Json, commandId = this.nextCommandId('settle')): Promise<Json> {
+    return unwrap(await (await this.commands()).send<Json>('budget', 'settle', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }));
+  }
+
+  /** The raw command reply, for validation and idempotency tests. */
+  async send(command: string, payload: unknown, commandId: string): Promise<CommandReply<Json>> {
+    return (await this.commands()).send<Json>('budget', command, commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 });
+  }
+
+  async http(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Json; headers: Headers }> {
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Json) : {}, headers: res.headers };
+  }
+
+  async ok(method: string, path: string, body?: unknown): Promise<Json> {
+    const res = await this.http(method, path, body);
+    if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  async issue(grants: Json[], extra: Json = {}): Promise<Json> {
+    return this.ok('POST', '/v1/capabilities', { subject_public_key: newSubjectKey(), ttl_seconds: 3600, grants, ...extra });
+  }
+
+  async usage(capabilityId: string, grantIndex = 0): Promise<Json> {
+    const body = await this.ok('GET', `/v1/capabilities/${capabilityId}/usage`);
+    return (body['grants'] as Json[]).find((g) => g['grant_index'] === grantIndex)!;
+  }
+
+  async events(capabilityId: string, grantIndex = 0, limit = 100): Promise<Json[]> {
+    return (await this.ok('GET', `/v1/capabilities/${capabilityId}/events?grant_index=${grantIndex}&limit=${limit}`))['events'] as Json[];
+  }
+
+  async receipt(receiptId: string): Promise<Json> {
+    return this.ok('GET', `/v1/receipts/${encodeURIComponent(receiptId)}`);
+  }
+
+  /** Configures faults on every running replica (each has its own simulated rail). */
+  async faults(body: Json): Promise<Json[]> {
+    const out: Json[] = [];
+    for (const p of this.processes.filter((x) => x.exited === null)) {
+      const res = await fetch(`${p.url}/v1/test/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      if (res.status !== 200) throw new Error(`faults -> ${res.status} ${await res.text()}`);
+      out.push((await res.json()) as Json);
+    }
+    return out;
+  }
+
+  async dispose(): Promise<void> {
+    await this.client?.close().catch(() => undefined);
+    if (this.nc && !this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
+    await Promise.all(this.processes.map((p) => p.stop()));
+    await deleteNamespaceStreams(sharedNatsUrl(), this.names.namespace).catch(() => undefined);
+    await this.cleanup();
+  }
+}
+
+function unwrap(reply: CommandReply<Json>): Json {
+  if (!reply.ok) throw new Error(`command refused: ${JSON.stringify(reply.error)}`);
+  return reply.value;
+}
+
+export function newSubjectKey(): string {
+  return generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
+}
+
+/** An SQLite file, or a PostgreSQL database of its own when DATABASE_URL is set. */
+async function createDatabase(namespace: string): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+  const url = process.env['DATABASE_URL'];
+  if (!url) {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-budget-'));
+    return { env: { DATABASE_URL: '', TALLY_SQLITE_PATH: join(dir, 'projections.sqlite') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `t_${namespace}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 60);
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  return {
+    env: { DATABASE_URL: own.toString() },
+    drop: async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+      await c.end();
+    },
+  };
+}
+
+export async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (accept(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A monetary grant like the seed's make_monetary_grant(server, tool, 100, 1000, "USD"). */
+export const monetaryGrant = (extra: Json = {}): Json => ({ server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100, max_total_cost_units: 1000, currency: 'USD', ...extra });
+
+export const admitPayload = (token: string, requestId: string, context: 'standalone' | 'session', extra: Json = {}): Json => ({
+  request_id: requestId,
+  token,
+  server_id: 'cost-srv',
+  tool_name: 'compute',
+  parameters: {},
+  context: context === 'session' ? { kind: 'session', session_id: `session-${requestId}` } : { kind: 'standalone' },
+  ...extra,
+});
+
+export const holdIdOf = (requestId: string, capabilityId: string, grantIndex = 0): string => `budget-hold:${requestId}:${capabilityId}:${grantIndex}`;
+
+export const CONTEXTS = ['standalone', 'session'] as const;
