@@ -21,8 +21,8 @@ const RAW_CASE = 'raw ordered replay (projection)';
 const AGGREGATES = 1000;
 const PUBLISH_IN_FLIGHT = 512;
 const ROUNDS = 3;
-const READ_LIMITS = { prefetchMessagesMax: 4096, idleHeartbeatMs: 5000, pullExpiresMs: 30_000 } as const;
-const BATCH = { batchSizeMax: 2000, batchWaitMs: 50, catchUpStallMs: 30_000 } as const;
+const READ_LIMITS = { prefetchMessagesMax: 8192, idleHeartbeatMs: 5000, pullExpiresMs: 30_000 } as const;
+const BATCH = { batchSizeMax: 5000, batchWaitMs: 50, catchUpStallMs: 30_000 } as const;
 
 class BenchUsageRecorded {
   @IsString() @Length(1, 64) capability_id!: string;

@@ -68,8 +68,7 @@ export function createTallyDataSource(options: TallyDataSourceOptions): DataSour
       extra: { statement_timeout: options.postgresStatementTimeoutMs },
     });
   }
-  const path = resolve(options.sqlitePath ?? DEFAULT_SQLITE_PATH);
-  mkdirSync(dirname(path), { recursive: true });
+  const path = sqliteFile(options);
   return new DataSource({
     ...common,
     type: 'better-sqlite3',
@@ -87,9 +86,13 @@ export function createTallyDataSource(options: TallyDataSourceOptions): DataSour
   });
 }
 
-/** Initializes the data source, creates the PostgreSQL schema if missing, and runs pending migrations. */
+/**
+ * Initializes the data source, creates the SQLite directory or the PostgreSQL schema if
+ * missing, and runs pending migrations (each in its own transaction).
+ */
 export async function openDataSource(options: TallyDataSourceOptions): Promise<DataSource> {
   const dataSource = createTallyDataSource(options);
+  if (databaseKind(dataSource) === 'sqlite') mkdirSync(dirname(sqliteFile(options)), { recursive: true });
   await dataSource.initialize();
   try {
     if (databaseKind(dataSource) === 'postgres') {
@@ -101,6 +104,10 @@ export async function openDataSource(options: TallyDataSourceOptions): Promise<D
     throw error;
   }
   return dataSource;
+}
+
+function sqliteFile(options: TallyDataSourceOptions): string {
+  return resolve(options.sqlitePath ?? DEFAULT_SQLITE_PATH);
 }
 
 export function postgresSchema(dataSource: DataSource): string {

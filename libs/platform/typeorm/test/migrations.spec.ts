@@ -1,5 +1,7 @@
 // Proves that the projection database is shaped by real migrations (synchronize is off),
 // and that integer columns read back the same way on SQLite and PostgreSQL.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { uniqueNamespace } from '@tally/testing';
 import { CHECKPOINT_TABLE, MIGRATIONS_TABLE, ProjectionCheckpoint, createTallyDataSource, openDataSource, qualifiedTable } from '../src/index.js';
@@ -13,7 +15,7 @@ describe.each(databasesUnderTest())('projection database on %s', (kind: Database
   });
 
   it('migrations are real: a fresh database gets its tables from migrations with synchronize off', async () => {
-    const fresh = createTallyDataSource(dataSourceOptions({ sqlitePath: 'unused' }));
+    const fresh = createTallyDataSource(dataSourceOptions({ sqlitePath: join(tmpdir(), 'never-opened.sqlite') }));
     expect(fresh.options.synchronize).toBe(false);
     const db = await openTestDatabase(kind, uniqueNamespace('mig'));
     databases.push(db);
