@@ -5,11 +5,13 @@ import { performance } from 'node:perf_hooks';
 import type { BenchContext, BenchRow, BenchSuite } from './lib.js';
 import { jetstreamSuite } from './jetstream.bench.js';
 import { commandsSuite } from './commands.bench.js';
+import { projectionSuite } from './projection.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
   jetstreamSuite,
   commandsSuite,
+  projectionSuite,
 ];
 // ---- End of suites. ----
 
