@@ -47,6 +47,14 @@ export class TreeStore {
     return this.queue.run(rootId, async () => (await this.catchUp(rootId)).view.state);
   }
 
+  /**
+   * The cached state without a read of the stream, or a caught-up read when the tree is not
+   * cached. Good for checks that an append re-validates anyway (optimistic concurrency).
+   */
+  async cachedOrRead(rootId: string): Promise<TreeState> {
+    return this.cache.get(rootId)?.state ?? this.read(rootId);
+  }
+
   /** Roots this process has loaded: what a sweeper visits. */
   knownRoots(): string[] {
     return [...this.cache.keys()];

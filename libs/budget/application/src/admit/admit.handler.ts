@@ -12,7 +12,8 @@ import { authorizeHold, captureInvocation, checkPresentedNonce, preflightNonce, 
 export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<AdmitDecision> {
   const claims = openToken<CapabilityClaims>(ctx.signer, 'c1', cmd.token);
   if (!claims) return denyUnverified(ctx, cmd);
-  const answered = answeredCommand(await ctx.trees.read(claims.root_id), cmd.command_id);
+  // A stale cache is fine here: a command answered elsewhere is caught when its receipt is appended.
+  const answered = answeredCommand(await ctx.trees.cachedOrRead(claims.root_id), cmd.command_id);
   if (answered) return decisionFrom(answered);
   const flow = new AdmitFlow(ctx, cmd, claims);
   const early = (await authorizeHold(flow)) ?? (await reserveLease(flow));
