@@ -4,8 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WORK_PROJECTION_ENTITIES, WORK_PROJECTION_MIGRATIONS, WORK_UNITS_PROJECTION, WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE } from '@tally/orchestrator-projections';
 import { openDataSource, projectionDigest, readCheckpoint } from '@tally/platform-typeorm';
-import { join } from 'node:path';
-import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
+import { OrchestratorHarness, workBody, type TestDatabase } from './orchestrator.harness.js';
 
 const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
 const h = new OrchestratorHarness({ prefix: 'o4' });
@@ -22,8 +21,8 @@ async function snapshot(sessionId: string, workIds: string[]) {
   return { receipts, messages, log };
 }
 
-async function digestOf(sqlitePath: string): Promise<{ digest: string; checkpoint: number }> {
-  const ds = await openDataSource({ sqlitePath, entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
+async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint: number }> {
+  const ds = await openDataSource({ ...db.open, entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
   try {
     return { digest: await projectionDigest(ds, TABLES), checkpoint: await readCheckpoint(ds.manager, WORK_UNITS_PROJECTION, `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`) };
   } finally {
@@ -56,13 +55,13 @@ describe('agent-orchestrator O4 audit survives restart and replay', () => {
     expect((before.receipts[0]!['attempts'] as unknown[]).length).toBe(2);
 
     await h.processes[0]!.stop();
-    const live = await digestOf(h.sqlitePath);
+    const live = await digestOf(await h.projectionDatabase());
     await h.startOne(0);
     expect(await snapshot(sessionId, ids)).toEqual(before);
 
     await h.processes[0]!.stop();
-    const empty = join(h.dir, 'replayed.sqlite');
-    await h.startOne(0, { TALLY_SQLITE_PATH: empty });
+    const empty = await h.newDatabase('replayed');
+    await h.startOne(0, empty.env);
     await h.eventually('the replay to reach the live checkpoint', async () => ((await digestOf(empty)).checkpoint >= live.checkpoint ? true : undefined));
     expect(await snapshot(sessionId, ids)).toEqual(before);
     expect((await digestOf(empty)).digest).toBe(live.digest);

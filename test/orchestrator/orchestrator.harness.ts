@@ -1,7 +1,9 @@
 // Runs the agent-orchestrator as real processes against the scripted provider over real
 // HTTP, each suite in its own namespace with its own SQLite file, and removes its streams
 // afterwards. Unmetered mode stands in for the budget authority until that service runs.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deleteNamespaceStreams, ScriptedProvider, ServiceProcess, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
@@ -17,19 +19,74 @@ export interface OrchestratorHarnessOptions {
   readonly providerPerProcess?: boolean;
 }
 
+/** A projection database of its own: an SQLite file, or a PostgreSQL database when DATABASE_URL is set. */
+export interface TestDatabase {
+  readonly env: Record<string, string>;
+  /** openDataSource options that reach the same database from the test. */
+  readonly open: { databaseUrl?: string; sqlitePath?: string };
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(dir: string, name: string): Promise<TestDatabase> {
+  const url = process.env['DATABASE_URL'];
+  if (!url) {
+    const path = join(dir, `${name}.sqlite`);
+    return { env: { DATABASE_URL: '', TALLY_SQLITE_PATH: path }, open: { sqlitePath: path }, drop: async () => rmSync(path, { force: true }) };
+  }
+  const db = `t_${name}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 60);
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${db}"`);
+  await admin.end();
+  const own = new URL(url);
+  own.pathname = `/${db}`;
+  return {
+    env: { DATABASE_URL: own.toString() },
+    open: { databaseUrl: own.toString() },
+    drop: async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`).catch(() => undefined);
+      await c.end();
+    },
+  };
+}
+
 export class OrchestratorHarness {
   readonly namespace: string;
   readonly dir: string;
   readonly processes: ServiceProcess[] = [];
   readonly providers: ScriptedProvider[] = [];
+  readonly databases: TestDatabase[] = [];
+  authority: ServiceProcess | undefined;
+  private database: TestDatabase | undefined;
 
   constructor(private readonly options: OrchestratorHarnessOptions) {
     this.namespace = uniqueNamespace(options.prefix);
     this.dir = mkdtempSync(join(tmpdir(), `tally-${options.prefix}-`));
   }
 
-  get sqlitePath(): string {
-    return join(this.dir, 'projections.sqlite');
+  /** Another empty projection database (e.g. to replay into). */
+  async newDatabase(name: string): Promise<TestDatabase> {
+    const db = await createTestDatabase(this.dir, `${this.namespace}_${name}`);
+    this.databases.push(db);
+    return db;
+  }
+
+  /** The orchestrator's projection database, shared by all its replicas. */
+  async projectionDatabase(): Promise<TestDatabase> {
+    return (this.database ??= await this.newDatabase('orch'));
+  }
+
+  /** Starts the real budget-authority in this namespace, with a database and signing key of its own. */
+  async startAuthority(): Promise<ServiceProcess> {
+    const db = await this.newDatabase('auth');
+    this.authority = await ServiceProcess.start({
+      service: 'budget-authority',
+      readyTimeoutMs: 120_000,
+      env: { NATS_URL: sharedNatsUrl(), TALLY_NAMESPACE: this.namespace, TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024), TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'), ...db.env },
+    });
+    return this.authority;
   }
 
   /** The scripted provider process `index` talks to. */
@@ -67,15 +124,15 @@ export class OrchestratorHarness {
         ],
       }),
     );
+    const db = await this.projectionDatabase();
     const svc = await ServiceProcess.start({
       service: 'agent-orchestrator',
       readyTimeoutMs: 120_000,
       env: {
         NATS_URL: sharedNatsUrl(),
         TALLY_NAMESPACE: this.namespace,
-        TALLY_SQLITE_PATH: this.sqlitePath,
         TALLY_CONFIG: config,
-        DATABASE_URL: '',
+        ...db.env,
         SCRIPTED_API_KEY: 'test-key',
         TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
         TALLY__ORCHESTRATOR__BUDGET_MODE: 'unmetered',
@@ -139,8 +196,9 @@ export class OrchestratorHarness {
   }
 
   async dispose(): Promise<void> {
-    await Promise.all(this.processes.map((p) => p.stop()));
+    await Promise.all([...this.processes, ...(this.authority ? [this.authority] : [])].map((p) => p.stop()));
     await Promise.all(this.providers.map((p) => p.stop()));
+    for (const db of this.databases) await db.drop();
     await deleteNamespaceStreams(sharedNatsUrl(), this.namespace);
   }
 }
