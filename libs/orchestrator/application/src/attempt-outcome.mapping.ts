@@ -3,14 +3,12 @@
 import type { AttemptOutcome, AttemptState, NextStep } from '@tally/orchestrator-domain';
 import type { DispatchOutcome, SettleOutcome } from './ports.js';
 
-const HTTP_STATUS_PREFIX = /^HTTP (\d{3})\b/;
-
 /** A reply is 'ok' in the gateway; the spec's table records it as domain 'unknown', settlement 'ok'. */
 export function attemptOutcomeOf(outcome: DispatchOutcome): AttemptOutcome {
   if (outcome.kind === 'ok') {
     return { domain: 'unknown', settlement: 'ok', latency_ms: nonNegative(outcome.latency_ms), output: outcome.output, ...(outcome.usage ? { usage: outcome.usage } : {}) };
   }
-  const status = outcome.http_status ?? statusFromError(outcome.error);
+  const status = outcome.http_status;
   return {
     domain: outcome.domain,
     settlement: outcome.settlement,
@@ -28,10 +26,6 @@ export function outcomeOfGatewayFault(error: unknown, latencyMs: number): Attemp
   return { domain: 'unknown', settlement: 'unknown', latency_ms: nonNegative(latencyMs), error: `gateway fault: ${error instanceof Error ? error.message : String(error)}` };
 }
 
-function statusFromError(error: string): number | undefined {
-  const match = HTTP_STATUS_PREFIX.exec(error);
-  return match?.[1] === undefined ? undefined : Number(match[1]);
-}
 
 function nonNegative(value: number): number {
   return Number.isFinite(value) && value > 0 ? Math.round(value) : 0;

@@ -36,10 +36,12 @@ describe('attempt outcome mapping', () => {
     });
   });
 
-  it('O5 the HTTP status is recovered from the error so auth (401/403) is told apart from rate limits', () => {
-    const auth = attemptOutcomeOf({ kind: 'error', domain: 'account', settlement: 'failed', error: 'HTTP 401: bad key', latency_ms: 1 });
+  it('O5 the HTTP status travels with the outcome so auth (401/403) is told apart from rate limits', () => {
+    const auth = attemptOutcomeOf({ kind: 'error', domain: 'account', settlement: 'failed', error: 'HTTP 401: bad key', http_status: 401, latency_ms: 1 });
     expect(auth.http_status).toBe(401);
-    const limited = attemptOutcomeOf({ kind: 'error', domain: 'account', settlement: 'failed', error: 'HTTP 429', retry_after_ms: 500, latency_ms: 1 });
+    const network = attemptOutcomeOf({ kind: 'error', domain: 'network', settlement: 'unknown', error: 'HTTP 401 mentioned in a reset message', latency_ms: 1 });
+    expect(network.http_status).toBeUndefined();
+    const limited = attemptOutcomeOf({ kind: 'error', domain: 'account', settlement: 'failed', error: 'HTTP 429', http_status: 429, retry_after_ms: 500, latency_ms: 1 });
     expect(limited).toMatchObject({ http_status: 429, retry_after_ms: 500 });
   });
 

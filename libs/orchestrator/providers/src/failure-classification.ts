@@ -8,6 +8,8 @@ export interface ClassifiedFailure {
   settlement: Settlement;
   error: string;
   retry_after_ms?: number;
+  /** The provider's HTTP status, when the failure was an HTTP answer: it tells auth from rate limits. */
+  http_status?: number;
 }
 
 /** Socket, DNS and TLS error codes that mean "the request may or may not have reached the provider". */
@@ -40,6 +42,15 @@ const NETWORK_ERROR_CODES = new Set([
  * present because it is more precise.
  */
 export function classifyHttpStatus(
+  status: number,
+  detail: string,
+  headers: { retryAfter?: string | undefined; retryAfterMs?: string | undefined },
+  nowMs: number,
+): ClassifiedFailure {
+  return { ...classifyStatus(status, detail, headers, nowMs), http_status: status };
+}
+
+function classifyStatus(
   status: number,
   detail: string,
   headers: { retryAfter?: string | undefined; retryAfterMs?: string | undefined },

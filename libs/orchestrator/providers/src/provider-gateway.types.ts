@@ -34,6 +34,8 @@ export type DispatchOutcome =
       partial_output?: string;
       latency_ms: number;
       usage?: Usage;
+      /** Set when the provider answered with a non-2xx status. */
+      http_status?: number;
     };
 
 export interface ProviderGateway {

@@ -21,16 +21,16 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
     }
   };
 
-  it.each([401, 403])('auth %i is account/failed', async (status) => {
+  it.each([401, 403])('auth %i is account/failed and reports its HTTP status', async (status) => {
     const model = `${kind}-auth-${status}`;
     server.script(model, [{ kind: 'status', status }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'account', settlement: 'failed', error: expect.stringContaining(`HTTP ${status}`) });
+    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'account', settlement: 'failed', http_status: status, error: expect.stringContaining(`HTTP ${status}`) });
   });
 
   it('rate limit 429 is account/failed and carries retry_after_ms from Retry-After seconds', async () => {
     const model = `${kind}-429`;
     server.script(model, [{ kind: 'status', status: 429, retryAfter: '7' }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'account', settlement: 'failed', retry_after_ms: 7_000 });
+    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'account', settlement: 'failed', http_status: 429, retry_after_ms: 7_000 });
   });
 
   it('rate limit 429 honours a Retry-After HTTP date', async () => {
