@@ -30,6 +30,8 @@ export default [
             { sourceTag: 'type:port', onlyDependOnLibsWithTags: ['type:contracts'] },
             { sourceTag: 'type:application', onlyDependOnLibsWithTags: ['type:domain', 'type:port', 'type:contracts'], bannedExternalImports: ['@nestjs/*', 'typeorm', '@nats-io/*', 'pg', 'better-sqlite3'] },
             { sourceTag: 'type:platform', onlyDependOnLibsWithTags: ['type:platform', 'type:port', 'type:contracts', 'type:testing'] },
+            // Projections are adapters that fold domain events into tables, so they may read the domain.
+            { sourceTag: 'type:projection', onlyDependOnLibsWithTags: ['type:projection', 'type:platform', 'type:port', 'type:contracts', 'type:domain', 'type:application'] },
             { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:platform', 'type:port', 'type:contracts', 'type:testing', 'type:domain', 'type:application'] },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['*'] },
           ],
