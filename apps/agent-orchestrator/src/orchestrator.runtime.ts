@@ -5,6 +5,7 @@ import { WorkUnitRepository, WorkUnits, workEventRegistry } from '@tally/orchest
 import { WorkProjectionReads } from '@tally/orchestrator-projections';
 import type { HostContext } from '@tally/platform-app';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
+import { PrefixCachedEventStore } from './work/prefix-cached-event-store.js';
 
 /** Events a single work unit may hold: ~4 per attempt under the largest ceiling, with room to spare. */
 export const UNIT_EVENTS_MAX = 10_000;
@@ -36,7 +37,9 @@ export function buildRuntime(ctx: HostContext): OrchestratorRuntime {
     loadEventsMax: UNIT_EVENTS_MAX,
     loadIdleTimeoutMs: config.nats.publish_timeout_ms,
   });
-  const repository = new WorkUnitRepository(store, (id) => nats.names.workEventSubject(id));
+  // Enough for every unit in flight here plus recent API reads.
+  const cached = new PrefixCachedEventStore(store, 2 * config.orchestrator.worker_concurrency + 1_024);
+  const repository = new WorkUnitRepository(cached, (id) => nats.names.workEventSubject(id));
   return {
     ctx,
     repository,
