@@ -6,12 +6,14 @@ import type { BenchContext, BenchRow, BenchSuite } from './lib.js';
 import { jetstreamSuite } from './jetstream.bench.js';
 import { commandsSuite } from './commands.bench.js';
 import { projectionSuite } from './projection.bench.js';
+import { orchestratorSuite } from './orchestrator.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
   jetstreamSuite,
   commandsSuite,
   projectionSuite,
+  orchestratorSuite,
 ];
 // ---- End of suites. ----
 
