@@ -106,8 +106,8 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   await projections.start();
 
   const app = await createHttpApp(definition, ctx);
-  for (const strategy of (await definition.transports?.(ctx)) ?? []) // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
-    app.connectMicroservice({ strategy }, { inheritAppConfig: false });
+  // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
+  for (const strategy of (await definition.transports?.(ctx)) ?? []) app.connectMicroservice({ strategy }, { inheritAppConfig: false });
   await app.startAllMicroservices();
   const background = (await definition.background?.(ctx)) ?? [];
   await app.listen(definition.httpPort, '0.0.0.0');
