@@ -4,6 +4,7 @@
 import { plainToInstance } from 'class-transformer';
 import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, getMetadataStorage, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
 import type { ValidationArguments } from 'class-validator';
+import { assertCommitLimits, assertDistinctEventIds, commitShapeError, COMMIT_VERSION, CommitTooLarge, isCommitWire, type CommitLimits } from './commit.js';
 import { decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
 
 const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_.]{0,127}$/;
@@ -34,10 +35,19 @@ const optionalId = (value: unknown) => value === undefined || value === null || 
 function fastEnvelope(data: Uint8Array | string): EventEnvelopeDto | undefined {
   let plain: unknown;
   try {
-    plain = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
+    plain = parseJson(data);
   } catch {
     return undefined;
   }
+  return fastEnvelopeFrom(plain);
+}
+
+function parseJson(data: Uint8Array | string): unknown {
+  return JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
+}
+
+/** The fast path's checks on an already parsed value (a commit's events are parsed with it). */
+function fastEnvelopeFrom(plain: unknown): EventEnvelopeDto | undefined {
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) return undefined;
   const p = plain as Record<string, unknown>;
   for (const key of Object.keys(p)) if (!ENVELOPE_KEYS.has(key)) return undefined;
@@ -198,11 +208,68 @@ export class EventRegistry {
 
   /** Encodes an event at the current version. The payload is validated first: a bug must not reach the stream. */
   encode(event: Omit<EventMessage, 'schemaVersion'>): Uint8Array {
+    return Buffer.from(JSON.stringify(this.toValidWire(event)));
+  }
+
+  /**
+   * Encodes the events of one append as one commit (see commit.ts): one event is its plain
+   * envelope, several are a commit_version 1 message. Every payload is validated as by
+   * encode; a commit above `limits` throws CommitTooLarge before anything is sent.
+   */
+  encodeCommit(events: readonly Omit<EventMessage, 'schemaVersion'>[], limits: CommitLimits): Uint8Array {
+    assertCommitLimits(events.length, limits);
+    assertDistinctEventIds(events.map((e) => e.eventId));
+    const wire = events.length === 1 ? this.toValidWire(events[0]!) : { commit_version: COMMIT_VERSION, events: events.map((e) => this.toValidWire(e)) };
+    const bytes = Buffer.from(JSON.stringify(wire));
+    if (bytes.length > limits.bytesMax) throw new CommitTooLarge(events.length, bytes.length, limits);
+    return bytes;
+  }
+
+  /**
+   * Decodes one stream message into its events, in commit order: a plain envelope is a
+   * commit of one (it decodes exactly as decode does), a commit's every event is validated
+   * and upcast like a single one, and a bad event is named by its place (`events[2].type`).
+   */
+  decodeCommit(data: Uint8Array | string): Decoded<EventMessage[]> {
+    let plain: unknown;
+    try {
+      plain = parseJson(data);
+    } catch {
+      return this.decodeCommitOfOne(data);
+    }
+    if (!isCommitWire(plain)) return this.decodeCommitOfOne(data);
+    const shape = commitShapeError(plain);
+    if (shape) return { ok: false, errors: [shape] };
+    const events: EventMessage[] = [];
+    for (const [index, item] of plain.events.entries()) {
+      const decoded = this.decodePlain(item, `events[${index}]`);
+      if (!decoded.ok) return decoded;
+      events.push(decoded.value);
+    }
+    return { ok: true, value: events };
+  }
+
+  private decodeCommitOfOne(data: Uint8Array | string): Decoded<EventMessage[]> {
+    const decoded = this.decode(data);
+    return decoded.ok ? { ok: true, value: [decoded.value] } : decoded;
+  }
+
+  /** One parsed envelope inside a commit: the fast path, else the DTO path for field errors under `field`. */
+  private decodePlain(plain: unknown, field: string): Decoded<EventMessage> {
+    const fast = fastEnvelopeFrom(plain);
+    const envelope = fast ? { ok: true as const, value: fast } : validatePlain(EventEnvelopeDto, plain, field);
+    if (!envelope.ok) return envelope;
+    const decoded = this.decodeEnvelope(envelope.value);
+    if (decoded.ok) return decoded;
+    return { ok: false, errors: decoded.errors.map((e) => ({ field: `${field}.${e.field}`, message: e.message })) };
+  }
+
+  private toValidWire(event: Omit<EventMessage, 'schemaVersion'>): EventEnvelopeDto {
     const spec = this.specs.get(event.type);
     if (!spec) throw new Error(`cannot encode unknown event type ${event.type}`);
     const payload = validatePayload(spec.payload, event.payload);
     if (!payload.ok) throw new Error(`refusing to encode invalid ${event.type}: ${describeFieldErrors(payload.errors)}`);
-    return Buffer.from(JSON.stringify(toWire(event, spec.version)));
+    return toWire(event, spec.version);
   }
 }
 

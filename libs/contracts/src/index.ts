@@ -1,6 +1,7 @@
 export * from './names.js';
 export * from './validation.js';
 export * from './envelope.js';
+export * from './commit.js';
 export * from './money.js';
 export * from './work.dto.js';
 export * from './budget.dto.js';

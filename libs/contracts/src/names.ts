@@ -63,5 +63,7 @@ export const Headers = {
   commandId: 'Tally-Command-Id',
   replyTo: 'Tally-Reply-To',
   eventType: 'Tally-Event-Type',
+  /** How many events a commit message carries (absent on a plain single-event envelope). */
+  commitEvents: 'Tally-Commit-Events',
   traceparent: 'traceparent',
 } as const;

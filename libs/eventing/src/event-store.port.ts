@@ -2,19 +2,24 @@
 // the JetStream adapter implements it, and fault-injecting decorators wrap it in tests.
 import type { EventMessage } from '@tally/contracts';
 
-/** An event as it sits in the stream: the stream sequence is its commit index. */
+/**
+ * An event as it sits in the stream. One append is one commit (one stream message), so
+ * every event of an append has the same sequence: the stream sequence is its commit index.
+ */
 export interface StoredEvent<P = Record<string, unknown>> {
   readonly sequence: number;
   readonly subject: string;
   readonly event: EventMessage<P>;
+  /** The event's place in its commit, from 0; (sequence, position) orders every event. Absent means 0. */
+  readonly position?: number;
 }
 
 export interface AppendResult {
-  /** Stream sequence of each appended event, in order. */
+  /** Stream sequence of each appended event, in order: one commit, so all equal. */
   readonly sequences: readonly number[];
   /** The subject's last sequence after the append: the next expected sequence. */
   readonly lastSequence: number;
-  /** True for events the server had already stored under the same event id. */
+  /** Per event, whether the server already held the commit (all equal: a commit lands whole or not at all). */
   readonly duplicates: readonly boolean[];
 }
 
@@ -26,9 +31,9 @@ export interface LoadResult<P = Record<string, unknown>> {
 
 export interface EventStore {
   /**
-   * Appends events to one aggregate subject. The first event is conditioned on the
-   * subject's last sequence being `expectedSequence` (0 means "no events yet"); later
-   * events chain on the sequence of the one before. Each event id is its dedupe key.
+   * Appends events to one aggregate subject as ONE commit: all of them or none, at one
+   * stream sequence, conditioned on the subject's last sequence being `expectedSequence`
+   * (0 means "no events yet"). The first event's id is the commit's dedupe key.
    * Throws ConcurrencyConflict when another writer got there first.
    */
   append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult>;

@@ -24,7 +24,7 @@ export function toMessage(event: BudgetEvent, rootId: string, occurredAt: string
 
 export function fromStored(stored: StoredEvent): RecordedBudgetEvent {
   const data = fromWire(stored.event.payload);
-  return { type: stored.event.type, event_id: stored.event.eventId, data, commit_index: stored.sequence } as RecordedBudgetEvent;
+  return { type: stored.event.type, event_id: stored.event.eventId, data, commit_index: stored.sequence, commit_position: stored.position ?? 0 } as RecordedBudgetEvent;
 }
 
 function toWire(value: unknown): unknown {

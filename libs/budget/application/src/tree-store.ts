@@ -3,7 +3,7 @@
 // last known sequence and decide again, within a bound. A lost acknowledgement is never
 // guessed at: the stream is read back and the caller learns which event ids are in it.
 import { decideSequence, evolve, initialState, type BudgetCommand, type RecordedBudgetEvent, type Rejection, type TreeState } from '@tally/budget-domain';
-import { ConcurrencyConflict, RetriesExhausted, type EventStore } from '@tally/eventing';
+import { AppendOutcomeUnknown, ConcurrencyConflict, RetriesExhausted, type EventStore } from '@tally/eventing';
 import { fromStored, toMessage } from './event-codec.js';
 import { KeyedQueue } from './keyed-queue.js';
 import type { Clock } from './ports.js';
@@ -84,7 +84,8 @@ export class TreeStore {
           await this.catchUp(rootId);
           continue;
         }
-        const events = decision.events.map((event, i) => ({ ...event, commit_index: result.sequences[i]! }) as RecordedBudgetEvent);
+        // One append is one commit: every event has its sequence, and its place in it.
+        const events = decision.events.map((event, i) => ({ ...event, commit_index: result.sequences[i]!, commit_position: i }) as RecordedBudgetEvent);
         const state = events.reduce(evolve, view.state);
         this.remember(rootId, { state, lastSequence: result.lastSequence });
         return { kind: 'committed', state, events };
@@ -95,6 +96,8 @@ export class TreeStore {
           if ((await this.catchUp(rootId)).loaded.length === 0) throw new Error(`append to ${subject} conflicts without new events: ${messages.map((m) => m.eventId).join(', ')}`);
           continue;
         }
+        // Only a lost acknowledgement is read back; anything else (a commit above its limits, an invalid event) is a bug.
+        if (!(error instanceof AppendOutcomeUnknown)) throw error;
         return this.readTruth(rootId, messages.map((m) => m.eventId));
       }
     }

@@ -224,7 +224,10 @@ export const BUDGET_EVENT_TYPES: readonly BudgetEventType[] = [
   'ReceiptRecorded',
 ];
 
-/** An event as it sits in the stream: its commit index is the stream sequence. */
-export type RecordedBudgetEvent = BudgetEvent & { readonly commit_index: number };
+/**
+ * An event as it sits in the stream: its commit index is the stream sequence, shared by
+ * every event of one append; its position (absent: 0) is its place in that commit.
+ */
+export type RecordedBudgetEvent = BudgetEvent & { readonly commit_index: number; readonly commit_position?: number };
 
 export type EventOf<T extends BudgetEventType> = Extract<BudgetEvent, { type: T }>;

@@ -7,8 +7,11 @@ import type { Capability, Hold, HoldPayment, MutationKind, PaymentStatus } from 
 import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
 
 export function evolve(state: TreeState, event: RecordedBudgetEvent): TreeState {
-  assert(event.commit_index > state.last_commit_index, `commit index ${event.commit_index} does not advance past ${state.last_commit_index}`);
-  return { ...apply(state, event), last_commit_index: event.commit_index };
+  // The events of one commit share its index and ascend by position; nothing is applied twice or out of order.
+  const position = event.commit_position ?? 0;
+  const advances = event.commit_index > state.last_commit_index || (event.commit_index === state.last_commit_index && position > state.last_commit_position);
+  assert(advances, `commit index ${event.commit_index}/${position} does not advance past ${state.last_commit_index}/${state.last_commit_position}`);
+  return { ...apply(state, event), last_commit_index: event.commit_index, last_commit_position: position };
 }
 
 function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {

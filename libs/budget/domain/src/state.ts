@@ -27,6 +27,8 @@ export interface TreeState {
   /** Mutation records per usage key, oldest first (B18). */
   readonly mutations: ReadonlyMap<string, readonly MutationRecord[]>;
   readonly last_commit_index: number;
+  /** The last applied event's place in its commit (commits carry several events). */
+  readonly last_commit_position: number;
 }
 
 export function initialState(): TreeState {
@@ -44,6 +46,7 @@ export function initialState(): TreeState {
     command_receipts: new Map(),
     mutations: new Map(),
     last_commit_index: 0,
+    last_commit_position: 0,
   };
 }
 

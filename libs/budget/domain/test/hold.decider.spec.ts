@@ -119,6 +119,19 @@ describe('hold decider', () => {
     expect(() => evolve(g.state, { ...bogus, commit_index: 1 } as never)).toThrow(AssertionError);
   });
 
+  it('the events of one commit share its index and ascend by position; applying one twice is an assertion', () => {
+    const g = root();
+    const commit = g.state.last_commit_index + 1;
+    const authorized = when(g, authorize('r1', 'root'));
+    if (!authorized.ok) throw new Error('authorize rejected');
+    const once = evolve(g.state, { ...authorized.events[0]!, commit_index: commit, commit_position: 0 });
+    const captured = when({ state: once, recorded: [] }, capture(hold('r1')));
+    if (!captured.ok) throw new Error('capture rejected');
+    const both = evolve(once, { ...captured.events[0]!, commit_index: commit, commit_position: 1 });
+    expect(both.holds.get(hold('r1'))).toMatchObject({ status: 'captured', authorize_commit_index: commit, capture_commit_index: commit });
+    expect(() => evolve(both, { ...captured.events[0]!, commit_index: commit, commit_position: 1 })).toThrow(AssertionError);
+  });
+
   it('an expired or revoked capability cannot authorize', () => {
     const g = root();
     expect(when(g, authorize('r1', 'root', { now_ms: NOW + HOUR }))).toMatchObject({ ok: false, rejection: { code: 'capability_expired' } });

@@ -1,11 +1,13 @@
 // Resolving an append whose outcome is unknown (timeout, lost connection, server
-// restart) by republishing the SAME events with the SAME expected sequence.
+// restart) by republishing the SAME commit (the same events) with the SAME expected
+// sequence.
 //
 // Why that is safe: within the stream's duplicate window the server answers a
-// republished event id with the original ack (duplicate=true), and it checks the
+// republished commit id with the original ack (duplicate=true), and it checks the
 // message id before the expected sequence. After the window, the expected sequence
-// still protects us: if the event had landed the subject moved on, so the republish
-// fails with a conflict, and a read of the subject then tells whether our ids are there.
+// still protects us: if the commit had landed the subject moved on, so the republish
+// fails with a conflict, and a read of the subject then tells whether our commit is there.
+// A commit lands whole or not at all, so there is never a remainder to append.
 import type { EventMessage } from '@tally/contracts';
 import { AppendOutcomeUnknown, ConcurrencyConflict, type AppendResult, type EventStore } from '@tally/eventing';
 
@@ -37,9 +39,9 @@ export async function appendWithRedelivery(
 /**
  * For a caller that already got AppendOutcomeUnknown from a plain append (for example
  * out of decideAndAppend): republishes the same events with the same expected
- * sequence, and reads the subject when that conflicts. Returns the events' sequences
- * (duplicates=true for those that had landed), or throws ConcurrencyConflict when
- * none of them had and another writer moved the aggregate on.
+ * sequence, and reads the subject when that conflicts. Returns the commit's sequence
+ * (duplicates all true when it had landed), or throws ConcurrencyConflict when it had
+ * not and another writer moved the aggregate on.
  */
 export async function republishAfterUnknown(
   store: EventStore,
@@ -92,9 +94,8 @@ async function append(
 }
 
 /**
- * Reads the subject after expectedSequence and looks for our event ids. Appends chain
- * on each other, so what landed is always a prefix of `events`; the rest is appended
- * after it. Returns undefined when none of ours landed (a genuine conflict).
+ * Reads the subject after expectedSequence and looks for our commit: all of our event
+ * ids at one sequence. Returns undefined when none of them landed (a genuine conflict).
  */
 async function resolveFromStream(store: EventStore, subject: string, events: readonly NewEvent[], expectedSequence: number): Promise<AppendResult | undefined> {
   let loaded;
@@ -104,24 +105,14 @@ async function resolveFromStream(store: EventStore, subject: string, events: rea
     throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
   }
   const stored = new Map(loaded.events.map((e) => [e.event.eventId, e.sequence]));
-  const sequences: number[] = [];
-  for (const event of events) {
-    const sequence = stored.get(event.eventId);
-    if (sequence === undefined) break;
-    sequences.push(sequence);
+  const found = events.map((event) => stored.get(event.eventId));
+  if (found.every((sequence) => sequence === undefined)) return undefined;
+  const sequence = found[0];
+  // Commits are atomic: a part of ours in the stream, or ours spread over two sequences, is a broken store.
+  if (sequence === undefined || found.some((s) => s !== sequence)) {
+    throw new Error(`commit ${events[0]!.eventId} on ${subject} is only partly in the stream: ${found.join(', ')}`);
   }
-  for (const event of events.slice(sequences.length)) {
-    if (stored.has(event.eventId)) throw new Error(`event ${event.eventId} on ${subject} landed without the events before it`);
-  }
-  if (sequences.length === 0) return undefined;
-  const duplicates = sequences.map(() => true);
-  if (sequences.length === events.length) return { sequences, duplicates, lastSequence: sequences[sequences.length - 1]! };
-  const rest = await store.append(subject, events.slice(sequences.length), sequences[sequences.length - 1]!);
-  return {
-    sequences: [...sequences, ...rest.sequences],
-    duplicates: [...duplicates, ...rest.duplicates],
-    lastSequence: rest.lastSequence,
-  };
+  return { sequences: events.map(() => sequence), duplicates: events.map(() => true), lastSequence: sequence };
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,8 +1,9 @@
-// The JetStream event store: one subject per aggregate, optimistic concurrency with
-// Nats-Expected-Last-Subject-Sequence, idempotency with Nats-Msg-Id = event id.
-import { DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+// The JetStream event store: one subject per aggregate, one message per append (a
+// commit carrying all its events), optimistic concurrency with
+// Nats-Expected-Last-Subject-Sequence, idempotency with Nats-Msg-Id = the commit id.
+import { DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
-import { Headers, describeFieldErrors, type EventMessage, type EventRegistry } from '@tally/contracts';
+import { Headers, describeFieldErrors, type CommitLimits, type EventMessage, type EventRegistry } from '@tally/contracts';
 import { AppendOutcomeUnknown, ConcurrencyConflict, type AppendResult, type EventStore, type LoadResult, type StoredEvent } from '@tally/eventing';
 
 const WRONG_LAST_SEQUENCE = 10071;
@@ -24,7 +25,21 @@ export interface JetStreamEventStoreOptions {
    * DIRECT_READ_EVENTS_MAX.
    */
   readonly directReadEventsMax?: number;
+  /** Most events one append may carry (one commit). Default COMMIT_EVENTS_MAX. */
+  readonly commitEventsMax?: number;
+  /**
+   * Most bytes of one encoded commit. Default: the stream's max_msg_size (read once) less
+   * HEADER_ROOM_BYTES, or NATS's default max payload when the stream sets none.
+   */
+  readonly commitBytesMax?: number;
 }
+
+/** Bounds a single decision, and the decode work of one message; a budget expiry sweep is the biggest writer (sweep_batch_max, default 256). */
+export const COMMIT_EVENTS_MAX = 1024;
+/** Room kept for the headers (a Nats-Msg-Id is up to 512 characters), which count against max_msg_size. */
+export const HEADER_ROOM_BYTES = 2048;
+/** NATS's default max_payload, used when the stream sets no max_msg_size. */
+const DEFAULT_PAYLOAD_BYTES = 1024 * 1024;
 
 /**
  * Measured with bench/jetstream.bench.ts on nats-server 2.9: one event reads about 5x
@@ -34,7 +49,7 @@ export interface JetStreamEventStoreOptions {
 export const DIRECT_READ_EVENTS_MAX = 4;
 
 export class JetStreamEventStore implements EventStore {
-  private allowDirect: boolean | undefined;
+  private info: StreamInfo | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -42,34 +57,57 @@ export class JetStreamEventStore implements EventStore {
     private readonly options: JetStreamEventStoreOptions,
   ) {}
 
+  /**
+   * Publishes the events as ONE message, so the server stores all or none. Nats-Msg-Id is
+   * the first event's id (for one event exactly what it always was): a re-sent commit
+   * within the duplicate window is answered with its original sequence, flagged duplicate.
+   * The id speaks for the whole commit, so a duplicate of a multi-event commit is read
+   * back: a different commit that merely starts with the same event is not ours, and is
+   * reported as the conflict it is (another writer got there first).
+   */
   async append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
-    const sequences: number[] = [];
-    const duplicates: boolean[] = [];
-    let expected = expectedSequence;
-    for (const event of events) {
-      const ack = await this.publishOne(subject, event, expected);
-      sequences.push(ack.seq);
-      duplicates.push(ack.duplicate);
-      expected = ack.seq;
-    }
-    return { sequences, duplicates, lastSequence: expected };
+    const data = this.options.registry.encodeCommit(events, await this.commitLimits());
+    const ack = await this.publishCommit(subject, events, data, expectedSequence);
+    if (ack.duplicate && events.length > 1) await this.assertStoredCommitIs(subject, ack.seq, events, expectedSequence);
+    return { sequences: events.map(() => ack.seq), duplicates: events.map(() => ack.duplicate), lastSequence: ack.seq };
   }
 
-  private async publishOne(subject: string, event: Omit<EventMessage, 'schemaVersion'>, expected: number) {
-    const data = this.options.registry.encode(event);
+  private async publishCommit(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], data: Uint8Array, expected: number): Promise<PubAck> {
     const hdrs = natsHeaders();
-    hdrs.set(Headers.eventType, event.type);
+    hdrs.set(Headers.eventType, events[0]!.type);
+    if (events.length > 1) hdrs.set(Headers.commitEvents, String(events.length));
     try {
       return await this.js.publish(subject, data, {
-        msgID: event.eventId,
+        msgID: events[0]!.eventId,
         expect: { lastSubjectSequence: expected },
         headers: hdrs,
         timeout: this.options.publishTimeoutMs,
       });
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) throw new ConcurrencyConflict(subject, expected);
-      throw new AppendOutcomeUnknown(subject, [event.eventId], error);
+      throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
     }
+  }
+
+  /** A duplicate ack names the stored commit's sequence; its event ids must be ours, else ours did not land. */
+  private async assertStoredCommitIs(subject: string, sequence: number, events: readonly Omit<EventMessage, 'schemaVersion'>[], expected: number): Promise<void> {
+    let stored: StoredEvent[];
+    try {
+      const msg = await this.jsm.streams.getMessage(this.options.stream, { seq: sequence });
+      if (!msg) throw new Error(`no message at ${this.options.stream}#${sequence}`);
+      stored = this.decodeStored(subject, sequence, msg.data);
+    } catch (error) {
+      throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
+    }
+    const same = stored.length === events.length && stored.every((e, i) => e.event.eventId === events[i]!.eventId);
+    if (!same) throw new ConcurrencyConflict(subject, expected);
+  }
+
+  private async commitLimits(): Promise<CommitLimits> {
+    const eventsMax = this.options.commitEventsMax ?? COMMIT_EVENTS_MAX;
+    if (this.options.commitBytesMax !== undefined) return { eventsMax, bytesMax: this.options.commitBytesMax };
+    const maxMsgSize = (await this.streamInfo())?.config.max_msg_size ?? -1;
+    return { eventsMax, bytesMax: (maxMsgSize > 0 ? maxMsgSize : DEFAULT_PAYLOAD_BYTES) - HEADER_ROOM_BYTES };
   }
 
   async lastSequence(subject: string): Promise<number> {
@@ -98,14 +136,15 @@ export class JetStreamEventStore implements EventStore {
     return events;
   }
 
-  /** Whether the stream answers direct gets: asked once, because a get to a stream without it waits for a timeout. */
+  /** Whether the stream answers direct gets: a get to a stream without it waits for a timeout. */
   private async directAllowed(): Promise<boolean> {
-    if (this.allowDirect === undefined) {
-      const info = await this.jsm.streams.info(this.options.stream).catch(() => undefined);
-      if (!info) return false;
-      this.allowDirect = info.config.allow_direct === true;
-    }
-    return this.allowDirect;
+    return (await this.streamInfo())?.config.allow_direct === true;
+  }
+
+  /** The stream's settings, asked once (they are verified at start-up and do not change under us). */
+  private async streamInfo(): Promise<StreamInfo | undefined> {
+    this.info ??= await this.jsm.streams.info(this.options.stream).catch(() => undefined);
+    return this.info;
   }
 
   /**
@@ -120,7 +159,7 @@ export class JetStreamEventStore implements EventStore {
       const msg = await this.jsm.direct.getMessage(this.options.stream, { seq: next, next_by_subj: subject }).catch(() => undefined);
       if (msg === undefined) return next;
       if (!msg || msg.seq > to) return msg ? to + 1 : next;
-      into.push(this.decodeStored(subject, msg.seq, msg.data));
+      into.push(...this.decodeStored(subject, msg.seq, msg.data));
       next = msg.seq + 1;
     }
     return next;
@@ -133,7 +172,7 @@ export class JetStreamEventStore implements EventStore {
     const events: StoredEvent[] = [];
     try {
       for await (const msg of messages) {
-        events.push(this.decodeStored(subject, msg.seq, msg.data));
+        events.push(...this.decodeStored(subject, msg.seq, msg.data));
         if (alreadyRead + events.length > this.options.loadEventsMax) throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
         if (msg.seq >= to) break;
       }
@@ -143,10 +182,11 @@ export class JetStreamEventStore implements EventStore {
     return events;
   }
 
-  private decodeStored(subject: string, sequence: number, data: Uint8Array): StoredEvent {
-    const decoded = this.options.registry.decode(data);
+  /** One message is one commit: its events, in commit order, at the message's sequence. */
+  private decodeStored(subject: string, sequence: number, data: Uint8Array): StoredEvent[] {
+    const decoded = this.options.registry.decodeCommit(data);
     // A stored event that no longer decodes is a bug or a missing upcaster: fail loudly.
     if (!decoded.ok) throw new Error(`event at ${this.options.stream}#${sequence} does not decode: ${describeFieldErrors(decoded.errors)}`);
-    return { sequence, subject, event: decoded.value };
+    return decoded.value.map((event, position) => ({ sequence, subject, event, position }));
   }
 }

@@ -99,7 +99,8 @@ describe('JetStream event store', () => {
     try {
       const store = new JetStreamEventStore(f.js, f.jsm, { stream, registry: counterRegistry(), publishTimeoutMs: 5000, loadEventsMax: 100, loadIdleTimeoutMs: 5000 });
       const subject = f.names.budgetEventSubject('nodirect');
-      const first = await store.append(subject, [counterEvent('nd-1', 'nodirect', 1, 'w'), counterEvent('nd-2', 'nodirect', 2, 'w')], 0);
+      const first = await store.append(subject, [counterEvent('nd-1', 'nodirect', 1, 'w')], 0);
+      await store.append(subject, [counterEvent('nd-2', 'nodirect', 2, 'w')], first.lastSequence);
       const { events } = await store.load(subject, first.sequences[0]);
       expect(events.map((e) => e.event.eventId)).toEqual(['nd-2']);
     } finally {

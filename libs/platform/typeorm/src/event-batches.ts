@@ -1,6 +1,8 @@
 // Reads a subject range of one stream with an ordered consumer and hands it out in
 // batches. No durable consumer and no acks: the projection's checkpoint, committed with
 // its rows, says where to resume, so the read position lives in the database only.
+// One message is one commit of one or more events sharing its stream sequence, and the
+// checkpoint is a stream sequence: a batch therefore always holds whole commits.
 import { DeliverPolicy, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { describeFieldErrors, type EventRegistry } from '@tally/contracts';
 import type { StoredEvent } from '@tally/eventing';
@@ -35,7 +37,10 @@ export class UndecodableEvent extends Error {
 }
 
 export interface ReadRequest {
+  /** Most events in the batch; a first commit bigger than this still comes whole, alone. */
   readonly limit: number;
+  /** Most commits (stream messages) in the batch; undefined: no limit but `limit`. */
+  readonly commitsMax?: number;
   readonly batchWaitMs: number;
   readonly firstWaitMs: number | undefined;
   readonly stop: Promise<void>;
@@ -45,11 +50,19 @@ export interface ReadRequest {
 const TIMEOUT: unique symbol = Symbol('timeout');
 type Next = IteratorResult<JsMsg>;
 
+/** A decoded message: its events and the stream's pending count when it was delivered. */
+interface Commit {
+  readonly events: StoredEvent[];
+  readonly pending: number;
+}
+
 export class EventBatchReader {
   private next: Promise<Next> | undefined;
   /** Messages still in the stream (after the last one handed out) when that one was delivered. */
   private pendingAfterLast: number;
   private failure: Error | undefined;
+  /** A commit read but not handed out, because it did not fit the last batch. */
+  private held: Commit | undefined;
 
   private constructor(
     private readonly options: EventBatchReaderOptions,
@@ -84,38 +97,67 @@ export class EventBatchReader {
   }
 
   /**
-   * Returns up to `limit` events. It waits for the first one until `stop` settles or
-   * `firstWaitMs` passes (undefined: no time limit), then returns []; after the first
-   * one it waits at most `batchWaitMs` for the rest, or not at all once the stream's end
-   * is reached when `stopAtEnd` (catch-up must not idle at the end; live mode coalesces).
+   * Returns up to `limit` events in whole commits. It waits for the first commit until
+   * `stop` settles or `firstWaitMs` passes (undefined: no time limit), then returns []; after
+   * the first one it waits at most `batchWaitMs` for more, or not at all once the stream's
+   * end is reached when `stopAtEnd` (catch-up must not idle at the end; live mode coalesces).
+   * A commit that would overflow `limit` is kept for the next read.
    */
   async read(request: ReadRequest): Promise<StoredEvent[]> {
     const { limit, batchWaitMs, firstWaitMs, stop, stopAtEnd } = request;
+    const commitsMax = request.commitsMax ?? Number.POSITIVE_INFINITY;
     if (this.failure) throw this.failure;
     const batch: StoredEvent[] = [];
-    if (limit <= 0) return batch;
-    const firstTimer = firstWaitMs === undefined ? undefined : timer(firstWaitMs);
-    let first: JsMsg | typeof TIMEOUT;
-    try {
-      first = await this.take(Promise.race([stop.then((): typeof TIMEOUT => TIMEOUT), ...(firstTimer ? [firstTimer.fired] : [])]));
-    } finally {
-      firstTimer?.clear();
-    }
+    if (limit <= 0 || commitsMax <= 0) return batch;
+    const first = await this.takeFirst(stop, firstWaitMs);
     if (first === TIMEOUT) return batch;
-    batch.push(this.decode(first));
+    this.handOut(batch, first);
+    let commits = 1;
     const deadline = timer(batchWaitMs);
     try {
-      while (batch.length < limit && !(stopAtEnd && this.reachedEnd)) {
-        const msg = await this.take(deadline.fired);
-        if (msg === TIMEOUT) break;
-        const event = this.decodeOrHold(msg);
-        if (!event) break;
-        batch.push(event);
+      while (batch.length < limit && commits < commitsMax && !(stopAtEnd && this.reachedEnd)) {
+        const commit = await this.takeCommit(deadline.fired, false);
+        if (commit === TIMEOUT) break;
+        if (batch.length + commit.events.length > limit) {
+          this.held = commit;
+          break;
+        }
+        this.handOut(batch, commit);
+        commits++;
       }
     } finally {
       deadline.clear();
     }
     return batch;
+  }
+
+  /** The first commit of a batch: a held one, else the next message; a decode failure throws here. */
+  private async takeFirst(stop: Promise<void>, firstWaitMs: number | undefined): Promise<Commit | typeof TIMEOUT> {
+    const firstTimer = firstWaitMs === undefined ? undefined : timer(firstWaitMs);
+    try {
+      return await this.takeCommit(Promise.race([stop.then((): typeof TIMEOUT => TIMEOUT), ...(firstTimer ? [firstTimer.fired] : [])]), true);
+    } finally {
+      firstTimer?.clear();
+    }
+  }
+
+  /** The held commit or the next message decoded; a later decode failure is kept so the commits before it still commit. */
+  private async takeCommit(timer: Promise<typeof TIMEOUT>, first: boolean): Promise<Commit | typeof TIMEOUT> {
+    if (this.held) {
+      const held = this.held;
+      this.held = undefined;
+      return held;
+    }
+    const msg = await this.take(timer);
+    if (msg === TIMEOUT) return TIMEOUT;
+    if (first) return this.decode(msg);
+    const commit = this.decodeOrHold(msg);
+    return commit ?? TIMEOUT;
+  }
+
+  private handOut(batch: StoredEvent[], commit: Commit): void {
+    batch.push(...commit.events);
+    this.pendingAfterLast = commit.pending;
   }
 
   /**
@@ -140,12 +182,11 @@ export class EventBatchReader {
     if (result === TIMEOUT) return TIMEOUT;
     this.next = undefined;
     if (result.done) throw new Error(`ordered consumer on ${this.options.stream} ended unexpectedly`);
-    this.pendingAfterLast = result.value.info.pending;
     return result.value;
   }
 
-  /** Decodes, or keeps the failure for the next read so the events before it still commit. */
-  private decodeOrHold(msg: JsMsg): StoredEvent | undefined {
+  /** Decodes, or keeps the failure for the next read so the commits before it still commit. */
+  private decodeOrHold(msg: JsMsg): Commit | undefined {
     try {
       return this.decode(msg);
     } catch (error) {
@@ -154,10 +195,11 @@ export class EventBatchReader {
     }
   }
 
-  private decode(msg: JsMsg): StoredEvent {
-    const decoded = this.options.registry.decode(msg.data);
+  private decode(msg: JsMsg): Commit {
+    const decoded = this.options.registry.decodeCommit(msg.data);
     if (!decoded.ok) throw new UndecodableEvent(this.options.stream, msg.seq, describeFieldErrors(decoded.errors));
-    return { sequence: msg.seq, subject: msg.subject, event: decoded.value };
+    const events = decoded.value.map((event, position) => ({ sequence: msg.seq, subject: msg.subject, event, position }));
+    return { events, pending: msg.info.pending };
   }
 }
 

@@ -16,7 +16,10 @@ export interface ProjectionRunnerOptions extends EventReadLimits {
   readonly dataSource: DataSource;
   readonly registry: EventRegistry;
   readonly projection: Projection;
-  /** Most events applied in one transaction. */
+  /**
+   * Most events applied in one transaction. A batch holds whole commits only, because the
+   * checkpoint is a stream sequence; a single commit bigger than this is applied alone.
+   */
   readonly batchSizeMax: number;
   /** Longest wait, after a batch's first event, for more events to join it. */
   readonly batchWaitMs: number;
@@ -32,13 +35,14 @@ export interface BatchOutcome {
 }
 
 export interface CatchUpResult {
+  /** Events applied (a commit may carry several). */
   readonly events: number;
   readonly batches: number;
   readonly checkpoint: number;
 }
 
 export interface CatchUpOptions {
-  /** Called after each committed batch with events read so far and events to read in all. */
+  /** Called after each committed batch with commits (stream messages) read so far and to read in all. */
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -56,12 +60,14 @@ export class ProjectionHalted extends Error {
 
 interface LoopPlan {
   limit(): number;
+  /** Most commits (stream messages) the next batch may hold. */
+  commitsMax(): number | undefined;
   readonly firstWaitMs: number | undefined;
   readonly stop: Promise<void>;
   readonly stopAtEnd: boolean;
   /** Whether to read another batch once the current one has been read. */
   more(): boolean;
-  onBatch(size: number): void;
+  onBatch(batch: readonly StoredEvent[]): void;
   onCommitted?(): void;
   /** A read returned nothing: end the loop, read again, or throw. */
   onEmpty(): 'end' | 'again';
@@ -156,6 +162,7 @@ export class ProjectionRunner {
     void stop.then(() => (stopped = true));
     await this.pipeline((_reader, halted) => ({
       limit: () => o.batchSizeMax,
+      commitsMax: () => undefined,
       firstWaitMs: undefined,
       stop: Promise.race([stop, halted]),
       stopAtEnd: false,
@@ -165,21 +172,25 @@ export class ProjectionRunner {
     }));
   }
 
+  /** Progress counts commits (stream messages), which is what the stream reports as pending. */
   private async runCatchUp(options: CatchUpOptions): Promise<CatchUpResult> {
     const o = this.options;
     let total = 0;
     let done = 0;
+    let events = 0;
     let batches = 0;
     const checkpoint = await this.pipeline((reader, halted) => {
       total = reader.pendingAtStart;
       return {
-        limit: () => Math.min(o.batchSizeMax, total - done),
+        limit: () => o.batchSizeMax,
+        commitsMax: () => total - done,
         firstWaitMs: o.catchUpStallMs,
         stop: halted,
         stopAtEnd: true,
         more: () => done < total && !(done > 0 && reader.reachedEnd),
-        onBatch: (size: number) => {
-          done += size;
+        onBatch: (batch: readonly StoredEvent[]) => {
+          done += countCommits(batch);
+          events += batch.length;
           batches++;
         },
         onCommitted: () => options.onProgress?.(done, total),
@@ -188,7 +199,7 @@ export class ProjectionRunner {
         },
       };
     });
-    return { events: done, batches, checkpoint };
+    return { events, batches, checkpoint };
   }
 
   /**
@@ -205,7 +216,8 @@ export class ProjectionRunner {
     const halted = new Promise<void>((resolve) => (halt = resolve));
     const p = makePlan(reader, halted);
     const read = () => {
-      const batch = reader.read({ limit: p.limit(), batchWaitMs: o.batchWaitMs, firstWaitMs: p.firstWaitMs, stop: p.stop, stopAtEnd: p.stopAtEnd });
+      const commitsMax = p.commitsMax();
+      const batch = reader.read({ limit: p.limit(), ...(commitsMax === undefined ? {} : { commitsMax }), batchWaitMs: o.batchWaitMs, firstWaitMs: p.firstWaitMs, stop: p.stop, stopAtEnd: p.stopAtEnd });
       // Awaited in the loop, or in the finally below when the loop fails first; never unhandled.
       batch.catch(() => undefined);
       return batch;
@@ -221,7 +233,7 @@ export class ProjectionRunner {
           next = read();
           continue;
         }
-        p.onBatch(batch.length);
+        p.onBatch(batch);
         if (p.more()) next = read();
         checkpoint = (await this.guard(checkpoint, () => this.applyBatch(batch))).checkpoint;
         p.onCommitted?.();
@@ -271,10 +283,17 @@ export class ProjectionRunner {
   }
 }
 
+/** Events of one commit share a sequence and ascend by position; commits ascend by sequence. */
 function assertAscending(events: readonly StoredEvent[]): void {
   for (let i = 1; i < events.length; i++) {
-    if (!(events[i]!.sequence > events[i - 1]!.sequence)) {
-      throw new Error(`batch is not in ascending stream order at index ${i}: ${events[i - 1]!.sequence} then ${events[i]!.sequence}`);
-    }
+    const [a, b] = [events[i - 1]!, events[i]!];
+    const ascending = b.sequence > a.sequence || (b.sequence === a.sequence && (b.position ?? 0) > (a.position ?? 0));
+    if (!ascending) throw new Error(`batch is not in ascending stream order at index ${i}: ${a.sequence}/${a.position ?? 0} then ${b.sequence}/${b.position ?? 0}`);
   }
+}
+
+function countCommits(events: readonly StoredEvent[]): number {
+  let commits = 0;
+  for (let i = 0; i < events.length; i++) if (i === 0 || events[i]!.sequence !== events[i - 1]!.sequence) commits++;
+  return commits;
 }
