@@ -32,7 +32,7 @@ const t = () => new Date((at += 1_000)).toISOString();
 function unitEvents(workId: string, sessionId: string, prompt: string, reply: string): WorkEvent[] {
   const base = { work_id: workId };
   return [
-    { type: 'WorkSubmitted', ...base, session_id: sessionId, purpose: 'execute', token: 'tok', route: [{ provider: 'p', model: 'm' }], messages: [{ role: 'user', content: prompt }], limits: resolveLimits({}), at: t() },
+    { type: 'WorkSubmitted', ...base, session_id: sessionId, purpose: 'execute', token_fingerprint: 'fingerprint-of-tok', route: [{ provider: 'p', model: 'm' }], messages: [{ role: 'user', content: prompt }], limits: resolveLimits({}), at: t() },
     { type: 'AttemptStarted', ...base, ordinal: 0, reason: 'initial', leg_index: 0, provider: 'p', model: 'm', round: 0, hold_id: `h-${workId}-0`, hold_cost_units: '100', price, backoff_ms: 0, at: t() },
     { type: 'AttemptSettled', ...base, ordinal: 0, domain: 'network', settlement: 'unknown', latency_ms: 3, error: 'reset', at: t() },
     { type: 'HoldSettled', ...base, ordinal: 0, hold_id: `h-${workId}-0`, outcome: 'failed_after_dispatch', at: t() },

@@ -32,6 +32,8 @@ export class SettleRefused extends Error {
 }
 
 export class JetStreamBudgetPort implements BudgetPort {
+  readonly credentialRequired = true;
+
   constructor(
     private readonly client: JetStreamCommandClient,
     private readonly options: JetStreamBudgetOptions,

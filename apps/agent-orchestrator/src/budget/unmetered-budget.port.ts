@@ -6,6 +6,9 @@ import type { AdmitDecision, AdmitRequest, BudgetPort, SettleRequest, SettleResu
 import { UNMETERED_HOLD_PREFIX } from '../projections/wire-receipt.js';
 
 export class UnmeteredBudgetPort implements BudgetPort {
+  /** Nobody is asked, so a unit whose token did not reach the worker can still run. */
+  readonly credentialRequired = false;
+
   async admit(request: AdmitRequest): Promise<AdmitDecision> {
     return { verdict: 'allow', hold_id: `${UNMETERED_HOLD_PREFIX}${request.request_id}` };
   }

@@ -7,7 +7,7 @@ import { decodeJson, ID_PATTERN } from '@tally/contracts';
 import { DispatchWorker, type BudgetPort, type ProviderGateway, type PriceTable } from '@tally/orchestrator-application';
 import type { BackgroundTask } from '@tally/platform-app';
 import { PermanentFailure, startDurableConsumer } from '@tally/platform-jetstream';
-import { Matches } from 'class-validator';
+import { IsOptional, IsString, Length, Matches } from 'class-validator';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import { clock, CONFLICT_RETRIES_MAX, type OrchestratorRuntime } from '../orchestrator.runtime.js';
@@ -24,8 +24,14 @@ const NAK_DELAY_MS = 500;
 /** How long a graceful stop waits for units in flight; the rest are redelivered after ack wait. */
 const STOP_TIMEOUT_MS = 10_000;
 
+/**
+ * A work-queue message. It carries the capability token because the ledger does not (ADR
+ * 0007): the queue's work-queue retention deletes it once the unit's delivery is acked.
+ * The sweeper's re-publications have no token (it has none to give).
+ */
 export class WorkQueuedDto {
   @Matches(ID_PATTERN) work_id!: string;
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }
 
 export const sleep = (ms: number, signal?: AbortSignal) =>
@@ -90,7 +96,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     stopTimeoutMs: STOP_TIMEOUT_MS,
     decode: (msg) => decodeJson(WorkQueuedDto, msg.data),
     logger: { info: (m, f) => logger.event('info', m, f), warn: (m, f) => logger.event('warn', m, f), error: (m, f) => logger.event('error', m, f) },
-    handle: async ({ work_id }, msg) => {
+    handle: async ({ work_id, token }, msg) => {
       const held = aborts.hold(work_id);
       let lastProgressMs = 0;
       // Long calls tell the server the delivery is still being worked, at most this often.
@@ -101,7 +107,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
         msg.working();
       };
       try {
-        const result = await worker.process(work_id, { signal: held.signal, onProgress });
+        const result = await worker.process(work_id, { signal: held.signal, onProgress, ...(token === undefined ? {} : { credential: token }) });
         if (result.kind === 'not_found') throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);
         // Another worker holds the unit (this delivery outlived its ack wait): retry later, after it has moved on.
         if (result.kind === 'superseded') throw new Error(`work ${work_id} superseded: ${result.reason}`);

@@ -1,7 +1,8 @@
 // Submitting and aborting work, shared by POST /v1/work, the `work.submit` command and
 // POST /v1/work/{id}/abort. Submission appends WorkSubmitted (idempotent by work id: the
-// command id derives from it) and then enqueues the id with Nats-Msg-Id = work id, so a
-// repeated submission neither records nor queues the unit twice.
+// command id derives from it; it records the token's fingerprint, not the token) and then
+// enqueues the id and token with Nats-Msg-Id = work id, so a repeated submission neither
+// records nor queues the unit twice.
 import type { SubmitWorkDto } from '@tally/contracts';
 import type { Rejection, WorkLimitsInput } from '@tally/orchestrator-domain';
 import type { TallyConfig } from '@tally/platform-app';
@@ -43,14 +44,18 @@ export class WorkSubmission {
       limits: limitsFor(this.rt.ctx.config, dto.limits),
     });
     if (!result.ok) return result;
-    await this.enqueue(workId);
+    await this.enqueue(workId, dto.token);
     return { ok: true, work_id: workId, status: 'queued' };
   }
 
-  /** Queues the unit for the dispatch workers; within the duplicate window a repeat is dropped by the stream. */
-  async enqueue(workId: string): Promise<void> {
+  /**
+   * Queues the unit for the dispatch workers, with its capability token: the queue message is
+   * the only place the token is kept (ADR 0007). Within the duplicate window a repeat is
+   * dropped by the stream.
+   */
+  async enqueue(workId: string, token: string): Promise<void> {
     const { nats, config } = this.rt.ctx;
-    await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: workId }), { msgID: workId, timeout: config.nats.publish_timeout_ms });
+    await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: workId, token }), { msgID: workId, timeout: config.nats.publish_timeout_ms });
   }
 
   /** Records the abort, then tells the workers at once; a worker also re-checks the unit's events while it works. */

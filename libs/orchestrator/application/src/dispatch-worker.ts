@@ -4,6 +4,7 @@
 // twice or dispatching past the ceiling. Every paid call is admitted first and settled after.
 import { planNext, worstCaseCostUnits, type AttemptOutcome, type DispatchStep, type NextStep, type WorkCommand, type WorkUnitState } from '@tally/orchestrator-domain';
 import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
+import { credentialFor } from './credential.js';
 import type { BudgetPort, Clock, IdSource, JitterSource, PriceTable, ProviderGateway, Sleep } from './ports.js';
 import type { AppendOutcome, WorkUnitRepository, WorkUnitView } from './work-unit.repository.js';
 
@@ -33,6 +34,11 @@ export interface ProcessOptions {
   readonly signal?: AbortSignal;
   /** Called while long steps run, so the queue message's ack deadline can be extended. */
   readonly onProgress?: () => void;
+  /**
+   * The capability token delivered with the work-queue message. The ledger holds only its
+   * fingerprint (ADR 0007), so this is the one place the worker can get it from.
+   */
+  readonly credential?: string;
 }
 
 export type ProcessResult =
@@ -105,11 +111,17 @@ export class DispatchWorker {
       await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error });
       return CONTINUE;
     }
+    const token = credentialFor(work.token_fingerprint, options.credential);
+    if (token === undefined && this.deps.budget.credentialRequired !== false) {
+      const error = 'the capability token did not reach the worker with this unit (the ledger keeps only its fingerprint): refused, never dispatched without admission; submit the work again under a new work id';
+      await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'credential_unavailable', error });
+      return CONTINUE;
+    }
     if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
     const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens);
     const ids = budgetCommandIds(workId, plan.ordinal);
     const context = { kind: 'work_unit', work_id: workId, session_id: work.session_id, purpose: work.purpose, ordinal: plan.ordinal } as const;
-    const admission = await this.deps.budget.admit({ command_id: ids.admit, request_id: ids.request_id, token: work.token, server_id: provider, tool_name: model, requested_cost_units: cost, context });
+    const admission = await this.deps.budget.admit({ command_id: ids.admit, request_id: ids.request_id, token: token ?? '', server_id: provider, tool_name: model, requested_cost_units: cost, context });
     if (admission.verdict !== 'allow' || !admission.hold_id) {
       const why = admission.verdict === 'allow' ? 'allowed without a hold id, which cannot be settled' : (admission.reason ?? 'no reason given');
       await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'admission_denied', error: `admission denied by the budget authority: ${why}` });

@@ -87,6 +87,12 @@ export interface SettleResult {
 }
 
 export interface BudgetPort {
+  /**
+   * Whether admit needs the capability token. When the worker has none for a unit (see
+   * `credentialFor`), a port that needs it refuses the attempt instead of asking; an
+   * unmetered port does not. Absent means required: fail closed.
+   */
+  readonly credentialRequired?: boolean;
   admit(request: AdmitRequest): Promise<AdmitDecision>;
   settle(request: SettleRequest): Promise<SettleResult>;
 }

@@ -4,6 +4,7 @@
 import { EventRegistry } from '@tally/contracts';
 import { ATTEMPT_REASONS, FAILURE_CODES, FAILURE_DOMAINS, HOLD_OUTCOMES, PURPOSES, SETTLEMENTS } from '@tally/orchestrator-domain';
 import { Type } from 'class-transformer';
+import { tokenFingerprint } from './credential.js';
 import { IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
 
 const DECIMAL = /^(0|[1-9][0-9]{0,30})$/;
@@ -49,7 +50,8 @@ class Base {
 export class WorkSubmittedDto extends Base {
   @IsString() @Length(1, 256) session_id!: string;
   @IsIn(PURPOSES) purpose!: string;
-  @IsString() @Length(1, 16_384) token!: string;
+  /** sha256 of the capability token, base64url; the token itself never enters the ledger (ADR 0007). */
+  @IsString() @Length(1, 128) token_fingerprint!: string;
   @IsArray() @ValidateNested({ each: true }) @Type(() => RouteLegDto) route!: RouteLegDto[];
   @IsArray() @ValidateNested({ each: true }) @Type(() => ChatMessageDto) messages!: ChatMessageDto[];
   @ValidateNested() @Type(() => LimitsDto) limits!: LimitsDto;
@@ -113,10 +115,20 @@ export class WorkAbortedDto extends Base {
   @IsOptional() @IsString() partial_output?: string;
 }
 
+/**
+ * Version 1 recorded the capability token itself. Reading it yields the fingerprint only, so
+ * nothing downstream (state, projections, replays) holds the credential; the v1 bytes stay in
+ * the stream, which is why ADR 0007 asks operators to let those tokens expire or revoke them.
+ */
+export function upcastSubmittedV1(payload: Record<string, unknown>): Record<string, unknown> {
+  const { token, ...rest } = payload;
+  return { ...rest, token_fingerprint: tokenFingerprint(typeof token === 'string' ? token : '') };
+}
+
 /** Every work-unit event type at its current schema version. */
 export function workEventRegistry(): EventRegistry {
   return new EventRegistry([
-    { type: 'WorkSubmitted', version: 1, payload: WorkSubmittedDto },
+    { type: 'WorkSubmitted', version: 2, payload: WorkSubmittedDto, upcasters: { 1: upcastSubmittedV1 } },
     { type: 'AbortRequested', version: 1, payload: AbortRequestedDto },
     { type: 'AttemptStarted', version: 1, payload: AttemptStartedDto },
     { type: 'AttemptSettled', version: 1, payload: AttemptSettledDto },

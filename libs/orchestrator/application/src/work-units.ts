@@ -12,10 +12,12 @@ import {
   type WorkReceipt,
   type WorkStatus,
 } from '@tally/orchestrator-domain';
+import { tokenFingerprint } from './credential.js';
 import type { Clock } from './ports.js';
 import type { WorkUnitRepository } from './work-unit.repository.js';
 
-export type SubmitWorkInput = Omit<SubmitWork, 'type' | 'command_id' | 'at'>;
+/** As submitted: with the token, which is fingerprinted here and never passed to the domain. */
+export type SubmitWorkInput = Omit<SubmitWork, 'type' | 'command_id' | 'at' | 'token_fingerprint'> & { readonly token: string };
 
 export type CommandResult = { readonly ok: true } | { readonly ok: false; readonly rejection: Rejection };
 
@@ -36,7 +38,8 @@ export class WorkUnits {
 
   /** The command id is derived from the work id, so a re-sent submission dedupes in the stream too. */
   async submit(input: SubmitWorkInput): Promise<CommandResult> {
-    const command: SubmitWork = { ...input, type: 'SubmitWork', command_id: `${input.work_id}:submit`, at: this.now() };
+    const { token, ...work } = input;
+    const command: SubmitWork = { ...work, token_fingerprint: token.length > 0 ? tokenFingerprint(token) : '', type: 'SubmitWork', command_id: `${input.work_id}:submit`, at: this.now() };
     const outcome = await this.repository.execute(input.work_id, command, this.conflictRetriesMax);
     return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true };
   }

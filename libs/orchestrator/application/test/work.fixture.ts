@@ -24,6 +24,9 @@ import { JetStreamEventStore, connectNats, ensureStream } from '@tally/platform-
 import { ScriptedProvider, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { randomUUID } from 'node:crypto';
 
+/** The capability token every fixture unit is submitted with. */
+export const TOKEN = 'capability-token';
+
 export const PRICES = {
   'ok-model': { input_per_mtok_units: 1_000_000, output_per_mtok_units: 2_000_000, currency: 'USD' },
   'flaky-model': { input_per_mtok_units: 1_000_000, output_per_mtok_units: 2_000_000, currency: 'USD' },
@@ -70,7 +73,8 @@ export interface WorkFixture {
   provider: ScriptedProvider;
   gateway: ProviderRegistry;
   budget: InMemoryBudget;
-  worker(overrides?: Partial<{ repository: WorkUnitRepository; gateway: ProviderGateway; prices: PriceTable; jitter: () => number; options: Partial<DispatchWorkerOptions> }>): DispatchWorker;
+  /** A worker whose deliveries carry TOKEN, as the work-queue message does, unless `credential` says otherwise. */
+  worker(overrides?: Partial<{ repository: WorkUnitRepository; gateway: ProviderGateway; prices: PriceTable; budget: BudgetPort; jitter: () => number; options: Partial<DispatchWorkerOptions> }>): Pick<DispatchWorker, 'process'>;
   submit(workId: string, overrides?: Partial<SubmitWorkInput>): Promise<void>;
   /** A second connection and store over the same stream, as another process would have. */
   reopen(): Promise<{ repository: WorkUnitRepository; units: WorkUnits; close(): Promise<void> }>;
@@ -130,24 +134,26 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
     provider,
     gateway,
     budget,
-    worker: (overrides = {}) =>
-      new DispatchWorker({
+    worker: (overrides = {}) => {
+      const worker = new DispatchWorker({
         repository: overrides.repository ?? repository,
         gateway: overrides.gateway ?? gateway,
-        budget,
+        budget: overrides.budget ?? budget,
         prices: overrides.prices ?? gateway,
         clock: realClock,
         jitter: overrides.jitter ?? Math.random,
         sleep: realSleep,
         newId: randomUUID,
         options: { stepsMax: 200, abortPollMs: 20, conflictRetriesMax: 5, ...overrides.options },
-      }),
+      });
+      return { process: (workId, options = {}) => worker.process(workId, { credential: TOKEN, ...options }) };
+    },
     submit: async (workId, overrides = {}) => {
       const result = await units.submit({
         work_id: workId,
         session_id: `session-${workId}`,
         purpose: 'execute',
-        token: 'capability-token',
+        token: TOKEN,
         route: [{ provider: 'scripted', model: 'ok-model' }],
         messages: [{ role: 'user', content: 'hello' }],
         ...overrides,

@@ -15,7 +15,8 @@ export interface SubmitWork extends CommandMeta {
   readonly work_id: string;
   readonly session_id: string;
   readonly purpose: Purpose;
-  readonly token: string;
+  /** The capability token's fingerprint; the token travels only on the work-queue message. */
+  readonly token_fingerprint: string;
   readonly route: readonly RouteLeg[];
   readonly messages: readonly ChatMessage[];
   readonly limits?: WorkLimitsInput;
@@ -74,11 +75,14 @@ export interface ConcludeWork extends CommandMeta {
   readonly type: 'ConcludeWork';
 }
 
-/** A planned attempt that may not be dispatched: the authority denied it or the model has no price. */
+/**
+ * A planned attempt that may not be dispatched: the authority denied it, the model has no
+ * price, or the capability token needed to ask the authority did not reach the worker.
+ */
 export interface RefuseAttempt extends CommandMeta {
   readonly type: 'RefuseAttempt';
   readonly ordinal: number;
-  readonly code: Extract<FailureCode, 'admission_denied' | 'unpriced_model'>;
+  readonly code: Extract<FailureCode, 'admission_denied' | 'unpriced_model' | 'credential_unavailable'>;
   readonly error: string;
 }
 

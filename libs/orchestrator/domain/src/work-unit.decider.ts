@@ -108,7 +108,7 @@ function decideSubmit(command: SubmitWork, state: WorkUnitState): Decision {
     work_id: command.work_id,
     session_id: command.session_id,
     purpose: command.purpose,
-    token: command.token,
+    token_fingerprint: command.token_fingerprint,
     route: command.route.map((l) => ({ provider: l.provider, model: l.model })),
     messages: command.messages.map((m) => ({ role: m.role, content: m.content })),
     limits,
@@ -130,7 +130,7 @@ function submitProblems(command: SubmitWork): string[] {
   if (!WORK_ID.test(command.work_id)) problems.push(`work_id must match ${WORK_ID.source}`);
   if (command.session_id.length === 0 || command.session_id.length > 256) problems.push('session_id must be 1..256 characters');
   if (!(PURPOSES as readonly string[]).includes(command.purpose)) problems.push(`purpose must be one of ${PURPOSES.join(', ')}`);
-  if (command.token.length === 0) problems.push('token must not be empty');
+  if (command.token_fingerprint.length === 0 || command.token_fingerprint.length > 128) problems.push('token must have a fingerprint of 1..128 characters');
   if (command.route.length === 0 || command.route.length > LIMIT_BOUNDS.route_legs) problems.push(`route must have 1..${LIMIT_BOUNDS.route_legs} legs`);
   if (command.route.some((l) => l.provider.length === 0 || l.model.length === 0)) problems.push('every route leg needs a provider and a model');
   if (command.messages.length === 0 || command.messages.length > LIMIT_BOUNDS.messages) problems.push(`messages must have 1..${LIMIT_BOUNDS.messages} entries`);

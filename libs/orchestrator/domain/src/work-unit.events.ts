@@ -15,7 +15,11 @@ export interface WorkSubmitted {
   readonly work_id: string;
   readonly session_id: string;
   readonly purpose: Purpose;
-  readonly token: string;
+  /**
+   * sha256 of the capability token, base64url: enough to tell which credential a unit was
+   * submitted with, useless as a credential. The token itself is never recorded (ADR 0007).
+   */
+  readonly token_fingerprint: string;
   readonly route: readonly RouteLeg[];
   readonly messages: readonly ChatMessage[];
   readonly limits: WorkLimits;
@@ -101,7 +105,7 @@ export interface WorkCompleted {
   readonly at: string;
 }
 
-export const FAILURE_CODES = ['dispatch_ceiling', 'retries_exhausted', 'not_retryable', 'admission_denied', 'unpriced_model', 'invalid_work'] as const;
+export const FAILURE_CODES = ['dispatch_ceiling', 'retries_exhausted', 'not_retryable', 'admission_denied', 'unpriced_model', 'invalid_work', 'credential_unavailable'] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
 export interface WorkFailed {

@@ -15,7 +15,7 @@ export function submit(overrides: Partial<SubmitWork> = {}): SubmitWork {
     work_id: 'w1',
     session_id: 's1',
     purpose: 'execute',
-    token: 'tok',
+    token_fingerprint: 'fingerprint-of-tok',
     route: [{ provider: 'flaky', model: 'test-model' }],
     messages: [{ role: 'user', content: 'hello' }],
     ...overrides,
