@@ -7,6 +7,7 @@ import { jetstreamSuite } from './jetstream.bench.js';
 import { commandsSuite } from './commands.bench.js';
 import { projectionSuite } from './projection.bench.js';
 import { orchestratorSuite } from './orchestrator.bench.js';
+import { authoritySuite } from './authority.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
@@ -14,6 +15,7 @@ const suites: BenchSuite[] = [
   commandsSuite,
   projectionSuite,
   orchestratorSuite,
+  authoritySuite,
 ];
 // ---- End of suites. ----
 

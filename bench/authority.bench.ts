@@ -1,0 +1,170 @@
+// Authority suite: Admit+Settle pairs against real budget-authority processes (simulated
+// rail, zero latency), sent as durable JetStream commands the way the orchestrator sends
+// them: one hot delegation tree and 1,000 trees, with one replica and with two. Reports
+// calls/s, Admit p50/p99, events appended per call, events/s against the raw pipelined
+// OCC publish rate of the jetstream suite (append efficiency, target ≥ 0.6 across 1,000
+// trees), and the Admit p99 at half saturation (target ≤ 10 ms). Targets are reported, not asserted.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { tallyNames, type TallyNames } from '@tally/contracts';
+import { connectNats } from '@tally/platform-jetstream';
+import { JetStreamCommandClient } from '@tally/platform-nest';
+import { deleteNamespaceStreams, ServiceProcess } from '@tally/testing';
+import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
+
+const SUITE = 'authority';
+const RAW_OCC_CASE = 'raw OCC pipelined 256 subjects';
+const CALLERS = 64;
+const SEND = { timeoutMs: 30_000, attemptsMax: 2 } as const;
+type Json = Record<string, unknown>;
+
+interface Fleet {
+  readonly names: TallyNames;
+  readonly processes: ServiceProcess[];
+  readonly nc: NatsConnection;
+  readonly client: JetStreamCommandClient;
+  dispose(): Promise<void>;
+}
+
+async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
+  const namespace = `bauth${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  const dir = mkdtempSync(join(tmpdir(), 'tally-bench-authority-'));
+  const env = {
+    NATS_URL: ctx.natsUrl,
+    TALLY_NAMESPACE: namespace,
+    TALLY_SQLITE_PATH: join(dir, 'projections.sqlite'),
+    DATABASE_URL: '',
+    TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
+    TALLY__STREAMS__MAX_BYTES: String(512 * 1024 * 1024),
+    // The sweeps have nothing to do here; keep them out of the measurement.
+    TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '3600000',
+    TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',
+    LOG_LEVEL: 'warn',
+  };
+  const processes = await Promise.all(Array.from({ length: replicas }, () => ServiceProcess.start({ service: 'budget-authority', env, readyTimeoutMs: 120_000 })));
+  const nc = await connectNats({ url: ctx.natsUrl, name: `bench-${namespace}`, connectTimeoutMs: 5_000, maxReconnectAttempts: 10, reconnectTimeWaitMs: 200 });
+  const names = tallyNames(namespace);
+  const client = await new JetStreamCommandClient(nc, { names, publishTimeoutMs: 10_000, cacheTimeoutMs: 5_000, cachePollMs: 50 }).start();
+  return {
+    names,
+    processes,
+    nc,
+    client,
+    async dispose() {
+      await client.close();
+      await nc.drain();
+      await Promise.all(processes.map((p) => p.stop()));
+      await deleteNamespaceStreams(ctx.natsUrl, namespace);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function issueTrees(fleet: Fleet, count: number): Promise<string[]> {
+  const tokens: string[] = [];
+  const grant = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 10, currency: 'USD' };
+  for (let i = 0; i < count; i += 16) {
+    const batch = Array.from({ length: Math.min(16, count - i) }, async () => {
+      const subject_public_key = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
+      const res = await fetch(`${fleet.processes[0]!.url}/v1/capabilities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subject_public_key, ttl_seconds: 86_400, grants: [grant] }) });
+      if (res.status !== 201) throw new Error(`issue -> ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { token: string }).token;
+    });
+    tokens.push(...(await Promise.all(batch)));
+  }
+  return tokens;
+}
+
+/** One Admit+Settle pair; returns the Admit latency in ms. */
+async function pair(fleet: Fleet, token: string, id: string): Promise<number> {
+  const started = performance.now();
+  const admit = await fleet.client.send<Json>('budget', 'admit', `a-${id}`, { request_id: id, token, server_id: 'cost-srv', tool_name: 'compute', requested_cost: 10, parameters: {} }, SEND);
+  const admitMs = performance.now() - started;
+  if (!admit.ok || admit.value['verdict'] !== 'allow') throw new Error(`admit ${id} was not allowed: ${JSON.stringify(admit)}`);
+  const settle = await fleet.client.send<Json>('budget', 'settle', `s-${id}`, { hold_id: admit.value['hold_id'], outcome: { kind: 'completed', cost_units: 5, currency: 'USD' } }, SEND);
+  if (!settle.ok) throw new Error(`settle ${id} failed: ${JSON.stringify(settle.error)}`);
+  return admitMs;
+}
+
+async function lastSequence(fleet: Fleet): Promise<number> {
+  const jsm = await jetstreamManager(fleet.nc);
+  return (await jsm.streams.info(fleet.names.budgetEventsStream)).state.last_seq;
+}
+
+interface Closed {
+  readonly pairsPerSecond: number;
+  readonly eventsPerPair: number;
+  readonly eventsPerSecond: number;
+  readonly admitMs: number[];
+}
+
+async function closedLoop(fleet: Fleet, tokens: string[], pairs: number, label: string): Promise<Closed> {
+  const before = await lastSequence(fleet);
+  const admitMs: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      for (let i = next++; i < pairs; i = next++) admitMs.push(await pair(fleet, tokens[i % tokens.length]!, `${label}-${i}`));
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const events = (await lastSequence(fleet)) - before;
+  return { pairsPerSecond: pairs / seconds, eventsPerPair: events / pairs, eventsPerSecond: events / seconds, admitMs: admitMs.sort((a, b) => a - b) };
+}
+
+async function openLoop(fleet: Fleet, tokens: string[], ratePerSec: number, windowMs: number, label: string): Promise<number[]> {
+  const intervalMs = 1000 / ratePerSec;
+  const samples: Promise<number>[] = [];
+  const start = performance.now();
+  for (let k = 0; performance.now() - start < windowMs; k++) {
+    const wait = start + k * intervalMs - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    samples.push(pair(fleet, tokens[k % tokens.length]!, `${label}-${k}`));
+  }
+  return (await Promise.all(samples)).sort((a, b) => a - b);
+}
+
+async function measureCase(ctx: BenchContext, replicas: number, trees: number): Promise<BenchRow[]> {
+  const name = `admit+settle ${trees === 1 ? 'one hot tree' : `${trees.toLocaleString('en-US')} trees`}, ${replicas} replica${replicas > 1 ? 's' : ''}`;
+  ctx.log(`authority: ${name}`);
+  const fleet = await startFleet(ctx, replicas);
+  try {
+    const tokens = await issueTrees(fleet, trees);
+    await closedLoop(fleet, tokens, Math.max(50, Math.round(200 * ctx.scale)), 'warm');
+    const pairs = Math.max(200, Math.round(3_000 * ctx.scale));
+    const closed = await closedLoop(fleet, tokens, pairs, 'run');
+    const rows: BenchRow[] = [
+      { suite: SUITE, case: name, metric: 'calls/s', value: closed.pairsPerSecond, note: `${pairs} Admit+Settle pairs, ${CALLERS} callers` },
+      { suite: SUITE, case: name, metric: 'admit p50 ms', value: percentile(closed.admitMs, 50) },
+      { suite: SUITE, case: name, metric: 'admit p99 ms', value: percentile(closed.admitMs, 99), note: 'closed loop (saturated)' },
+      { suite: SUITE, case: name, metric: 'events/call', value: closed.eventsPerPair, note: 'appended events per Admit+Settle pair' },
+      { suite: SUITE, case: name, metric: 'ops/s', value: closed.eventsPerSecond, baselineCase: RAW_OCC_CASE, note: 'events appended/s; ratio = append efficiency (target ≥ 0.6 across 1,000 trees)' },
+    ];
+    const rate = closed.pairsPerSecond / 2;
+    const windowMs = Math.max(1_000, Math.round(5_000 * Math.min(1, ctx.scale)));
+    const half = await openLoop(fleet, tokens, rate, windowMs, 'half');
+    rows.push(
+      { suite: SUITE, case: name, metric: 'admit p50 ms @half', value: percentile(half, 50), note: `${Math.round(rate)} pairs/s open loop` },
+      { suite: SUITE, case: name, metric: 'admit p99 ms @half', value: percentile(half, 99), note: 'target ≤ 10 ms' },
+    );
+    return rows;
+  } finally {
+    await fleet.dispose();
+  }
+}
+
+export const authoritySuite: BenchSuite = {
+  name: SUITE,
+  async run(ctx: BenchContext): Promise<BenchRow[]> {
+    const rows: BenchRow[] = [];
+    const trees = Math.max(10, Math.round(1_000 * Math.min(1, ctx.scale)));
+    for (const replicas of [1, 2]) for (const treeCount of [1, trees]) rows.push(...(await measureCase(ctx, replicas, treeCount)));
+    return rows;
+  },
+};
