@@ -6,6 +6,8 @@ import { tallyNames } from '@tally/contracts';
 import { connectNats } from '@tally/platform-jetstream';
 import { JetStreamCommandClient } from '@tally/platform-nest';
 import { sharedNatsUrl } from '@tally/testing';
+import { WORK_PROJECTION_ENTITIES, WORK_PROJECTION_MIGRATIONS, WorkUnitRow } from '@tally/orchestrator-projections';
+import { openDataSource } from '@tally/platform-typeorm';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
 
@@ -56,6 +58,22 @@ describe('agent-orchestrator HTTP and command contract', () => {
     expect(conflict.body['type']).toBe('conflict');
     const abortEnded = await h.post(`/v1/work/${body['work_id']}/abort`, {});
     expect(abortEnded.status).toBe(409);
+  });
+
+  it('read-your-writes: when POST /v1/work answers 202 the projection already holds the unit, so GET reads it from the projection', async () => {
+    const db = await h.projectionDatabase();
+    const ds = await openDataSource({ ...db.open, entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const body = workBody();
+        expect((await h.post('/v1/work', body)).status).toBe(202);
+        const row = await ds.manager.findOneBy(WorkUnitRow, { workId: body['work_id'] as string });
+        expect(row?.workId).toBe(body['work_id']);
+        expect((await h.get(`/v1/work/${body['work_id']}`)).status).toBe(200);
+      }
+    } finally {
+      await ds.destroy();
+    }
   });
 
   it('a work_id is generated when absent and the session defaults to it', async () => {

@@ -5,6 +5,7 @@
 // records nor queues the unit twice.
 import type { SubmitWorkDto } from '@tally/contracts';
 import type { Rejection, WorkLimitsInput } from '@tally/orchestrator-domain';
+import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
 import type { TallyConfig } from '@tally/platform-app';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
@@ -45,7 +46,23 @@ export class WorkSubmission {
     });
     if (!result.ok) return result;
     await this.enqueue(workId, dto.token);
+    await this.projected(workId, result.sequence);
     return { ok: true, work_id: workId, status: 'queued' };
+  }
+
+  /**
+   * Read-your-writes: waits until the projection has committed the command's own sequence,
+   * so a GET after the answer reads it from the projection. A projection that lags past the
+   * bound does not fail the command (it is recorded); the wait is logged and the read may
+   * briefly be behind.
+   */
+  private async projected(workId: string, sequence: number): Promise<void> {
+    const { projections, config, logger } = this.rt.ctx;
+    const timeoutMs = config.orchestrator.read_your_writes_timeout_ms;
+    if (timeoutMs === 0) return;
+    if (!(await projections.waitFor(WORK_UNITS_PROJECTION, sequence, timeoutMs))) {
+      logger.event('warn', 'the work projection did not reach this write in time; reads may lag it', { work_id: workId, sequence, timeout_ms: timeoutMs });
+    }
   }
 
   /**
@@ -63,6 +80,7 @@ export class WorkSubmission {
     const result = await this.rt.units.requestAbort(workId, ABORT_REASON, `${workId}:abort`);
     if (!result.ok) return result;
     this.rt.ctx.nats.nc.publish(this.rt.abortSubject, workId);
+    await this.projected(workId, result.sequence);
     return { ok: true };
   }
 }

@@ -19,7 +19,12 @@ import type { WorkUnitRepository } from './work-unit.repository.js';
 /** As submitted: with the token, which is fingerprinted here and never passed to the domain. */
 export type SubmitWorkInput = Omit<SubmitWork, 'type' | 'command_id' | 'at' | 'token_fingerprint'> & { readonly token: string };
 
-export type CommandResult = { readonly ok: true } | { readonly ok: false; readonly rejection: Rejection };
+/**
+ * `sequence` is the stream sequence the unit stands at after the command: the last event it
+ * appended, or the unit's last event when the command changed nothing (a re-sent submission).
+ * A reader waits for its projection to reach it to read its own write.
+ */
+export type CommandResult = { readonly ok: true; readonly sequence: number } | { readonly ok: false; readonly rejection: Rejection };
 
 export interface WorkStatusView {
   readonly work_id: string;
@@ -41,13 +46,13 @@ export class WorkUnits {
     const { token, ...work } = input;
     const command: SubmitWork = { ...work, token_fingerprint: token.length > 0 ? tokenFingerprint(token) : '', type: 'SubmitWork', command_id: `${input.work_id}:submit`, at: this.now() };
     const outcome = await this.repository.execute(input.work_id, command, this.conflictRetriesMax);
-    return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true };
+    return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true, sequence: outcome.view.lastSequence };
   }
 
   /** Records the abort; the worker that owns the unit sees it and cancels the call in flight. */
   async requestAbort(workId: string, reason: string, commandId: string): Promise<CommandResult> {
     const outcome = await this.repository.execute(workId, { type: 'RequestAbort', command_id: commandId, at: this.now(), reason }, this.conflictRetriesMax);
-    return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true };
+    return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true, sequence: outcome.view.lastSequence };
   }
 
   async status(workId: string): Promise<WorkStatusView | undefined> {

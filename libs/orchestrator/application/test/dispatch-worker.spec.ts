@@ -103,7 +103,7 @@ describe('dispatch worker', () => {
 
   it('O3 an abort requested while the unit waits in the queue ends it Aborted without any call', async () => {
     await f.submit('o3c');
-    expect(await f.units.requestAbort('o3c', 'changed my mind', 'abort-o3c')).toEqual({ ok: true });
+    expect(await f.units.requestAbort('o3c', 'changed my mind', 'abort-o3c')).toMatchObject({ ok: true });
     expect(await f.worker().process('o3c')).toMatchObject({ kind: 'ended', status: 'aborted', error: 'changed my mind' });
     expect(f.provider.calls()).toBe(0);
     expect(f.budget.admits).toHaveLength(0);

@@ -99,6 +99,12 @@ export class OrchestratorConfig {
    * recorded, with hold ids marked unmetered, and the boot log warns (docs/adr/0005).
    */
   @IsIn(['metered', 'unmetered']) budget_mode: 'metered' | 'unmetered' = 'metered';
+  /** How long a submit or abort waits for the projection to show it, so the next read sees it. */
+  @IsInt() @Min(0) @Max(60_000) read_your_writes_timeout_ms = 5_000;
+  /** The stuck-queued sweeper: how often it runs, how long a unit may sit queued first, how many it re-queues per run. */
+  @IsInt() @Min(100) @Max(3_600_000) queued_sweep_interval_ms = 15_000;
+  @IsInt() @Min(1_000) @Max(86_400_000) queued_grace_ms = 60_000;
+  @IsInt() @Min(1) @Max(10_000) queued_sweep_batch_max = 256;
 }
 
 export class TallyConfig {
