@@ -15,6 +15,7 @@ import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
 import { workUnitDeriver } from './projections/work-unit.deriver.js';
+import { startQueuedSweeper } from './work/queued-sweeper.js';
 import { WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
 
@@ -51,7 +52,9 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       const rt = runtimeOf(ctx);
       // Tasks stop in list order: the submission subject stops taking work before the workers drain.
       const workers = await startWorkers(rt);
-      return [await startSubmissionServer(rt), ...workers];
+      const o = ctx.config.orchestrator;
+      const sweeper = startQueuedSweeper(rt, { intervalMs: o.queued_sweep_interval_ms, graceMs: o.queued_grace_ms, batchMax: o.queued_sweep_batch_max, publishTimeoutMs: ctx.config.nats.publish_timeout_ms });
+      return [await startSubmissionServer(rt), sweeper, ...workers];
     },
   };
 }
