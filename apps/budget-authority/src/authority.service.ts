@@ -15,7 +15,7 @@ const COMMAND_LIMITS = { concurrencyMax: 256, replyCacheTtlMs: 24 * 3_600_000, d
 const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
-  const extras = loadAuthorityExtras();
+  const extras = loadAuthorityExtras(config);
   const signer = authoritySigner(config);
   let runtime: AuthorityRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));

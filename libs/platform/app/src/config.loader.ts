@@ -27,6 +27,8 @@ export const ENV_SETTINGS: Readonly<Record<string, { path: string; type: 'string
   ORCHESTRATOR_HTTP_PORT: { path: 'orchestrator.http_port', type: 'int' },
   TALLY_SIGNING_KEY: { path: 'authority.signing_key', type: 'string' },
   TALLY_STREAM_REPLICAS: { path: 'streams.replicas', type: 'int' },
+  TALLY_PAYMENT_RAIL: { path: 'authority.payment_rail', type: 'string' },
+  TALLY_FAULT_INJECTION: { path: 'authority.fault_injection', type: 'bool' },
   LOG_LEVEL: { path: 'log_level', type: 'string' },
 };
 

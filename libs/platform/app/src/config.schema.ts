@@ -66,6 +66,10 @@ export class AuthorityConfig {
   @IsOptional() @IsString() signing_key?: string;
   @IsString() signing_key_path = '.tally/authority-signing-key';
   @IsIn(['reversible_hold', 'prepaid_final']) payment_mode: 'reversible_hold' | 'prepaid_final' = 'reversible_hold';
+  /** Which payment rail adapter runs; the simulated rail approves by default (http-api.md). */
+  @IsIn(['simulated']) payment_rail = 'simulated' as const;
+  /** Test-only: enables POST /v1/test/faults (docs/adr/0006-fault-injection.md). */
+  @IsBoolean() fault_injection = false;
 }
 
 export class ModelPrice {
