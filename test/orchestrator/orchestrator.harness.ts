@@ -111,6 +111,13 @@ export class OrchestratorHarness {
 
   /** Starts (or restarts) the process at `index`, on the same namespace, database and provider. */
   async startOne(index: number, env: Record<string, string> = {}): Promise<ServiceProcess> {
+    const svc = await ServiceProcess.start({ service: 'agent-orchestrator', readyTimeoutMs: 120_000, env: await this.envFor(index, env) });
+    this.processes[index] = svc;
+    return svc;
+  }
+
+  /** The environment of the process at `index` (its config file written), e.g. for a CLI run against the same installation. */
+  async envFor(index: number, env: Record<string, string> = {}): Promise<Record<string, string>> {
     const provider = this.provider(index);
     const config = join(this.dir, `config-${index}.json`);
     const models = Object.fromEntries(MODELS.map((m) => [m, PRICE]));
@@ -125,25 +132,19 @@ export class OrchestratorHarness {
       }),
     );
     const db = await this.projectionDatabase();
-    const svc = await ServiceProcess.start({
-      service: 'agent-orchestrator',
-      readyTimeoutMs: 120_000,
-      env: {
-        NATS_URL: sharedNatsUrl(),
-        TALLY_NAMESPACE: this.namespace,
-        TALLY_CONFIG: config,
-        ...db.env,
-        SCRIPTED_API_KEY: 'test-key',
-        TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
-        TALLY__ORCHESTRATOR__BUDGET_MODE: 'unmetered',
-        TALLY__ORCHESTRATOR__RETRY_BASE_BACKOFF_MS: '1',
-        TALLY__ORCHESTRATOR__RETRY_MAX_BACKOFF_MS: '50',
-        ...this.options.env,
-        ...env,
-      },
-    });
-    this.processes[index] = svc;
-    return svc;
+    return {
+      NATS_URL: sharedNatsUrl(),
+      TALLY_NAMESPACE: this.namespace,
+      TALLY_CONFIG: config,
+      ...db.env,
+      SCRIPTED_API_KEY: 'test-key',
+      TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY__ORCHESTRATOR__BUDGET_MODE: 'unmetered',
+      TALLY__ORCHESTRATOR__RETRY_BASE_BACKOFF_MS: '1',
+      TALLY__ORCHESTRATOR__RETRY_MAX_BACKOFF_MS: '50',
+      ...this.options.env,
+      ...env,
+    };
   }
 
   get url(): string {

@@ -1,9 +1,9 @@
 // The agent-orchestrator's composition: projections, HTTP controllers, the submission
 // subject and the dispatch workers, on the shared service host.
 import { Module, type DynamicModule } from '@nestjs/common';
-import { workEventRegistry, type BudgetPort } from '@tally/orchestrator-application';
+import type { BudgetPort } from '@tally/orchestrator-application';
 import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-providers';
-import { WORK_PROJECTION_ENTITIES, WORK_PROJECTION_MIGRATIONS, workUnitsProjection, type WorkUnitDeriver } from '@tally/orchestrator-projections';
+import { orchestratorProjectionSet } from '@tally/orchestrator-projections';
 import type { BackgroundTask, HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
 import { JetStreamCommandClient } from '@tally/platform-nest';
 import { JetStreamBudgetPort } from './budget/jetstream-budget.port.js';
@@ -14,7 +14,6 @@ import { WorkController } from './http/work.controller.js';
 import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
-import { workUnitDeriver } from './projections/work-unit.deriver.js';
 import { startQueuedSweeper } from './work/queued-sweeper.js';
 import { WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
@@ -29,13 +28,8 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
   return {
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
-    database: { entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS },
-    projections: (ctx) => [
-      {
-        projection: workUnitsProjection({ stream: ctx.nats.names.workEventsStream, filterSubject: ctx.nats.names.workEventsWildcard, deriver: workUnitDeriver as WorkUnitDeriver<unknown> }),
-        registry: workEventRegistry(),
-      },
-    ],
+    database: { entities: orchestratorProjectionSet.entities, migrations: orchestratorProjectionSet.migrations },
+    projections: (ctx) => orchestratorProjectionSet.specs(ctx.nats.names),
     openapi: orchestratorOpenApi,
     module: (ctx): DynamicModule => {
       const rt = runtimeOf(ctx);

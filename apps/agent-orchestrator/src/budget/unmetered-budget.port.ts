@@ -3,7 +3,7 @@
 // attempt is still recorded with its price and worst-case cost, under a hold id that
 // says it was never admitted, and the receipt says `metered: false`.
 import type { AdmitDecision, AdmitRequest, BudgetPort, SettleRequest, SettleResult } from '@tally/orchestrator-application';
-import { UNMETERED_HOLD_PREFIX } from '../projections/wire-receipt.js';
+import { UNMETERED_HOLD_PREFIX } from '@tally/orchestrator-projections';
 
 export class UnmeteredBudgetPort implements BudgetPort {
   /** Nobody is asked, so a unit whose token did not reach the worker can still run. */

@@ -1,9 +1,8 @@
 // Reads for the API, from the projections only. A GET right after a 202 sees the unit
 // because submit and abort answer only once the projection has committed their own
 // sequence (read-your-writes, WorkSubmission), so no read falls back to the event stream.
-import type { ProjectedEntry, ProjectedMessage, ProjectionWarning } from '@tally/orchestrator-projections';
+import type { ProjectedEntry, ProjectedMessage, ProjectionWarning, WireReceipt } from '@tally/orchestrator-projections';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
-import type { WireReceipt } from '../projections/wire-receipt.js';
 
 export interface WorkStatusBody {
   readonly work_id: string;

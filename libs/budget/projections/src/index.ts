@@ -6,3 +6,4 @@ export * from './budget-ledger.projection.js';
 export * from './budget-queries.js';
 export type * from './wire.js';
 export { money } from './wire.js';
+export * from './projection-set.js';

@@ -4,8 +4,8 @@
 import type { StoredEvent } from '@tally/eventing';
 import { toWorkEvent } from '@tally/orchestrator-application';
 import { evolve, initialState, messagesOf, receiptOf, sessionLogOf, turnEntries, type SessionEntry, type WorkUnitState } from '@tally/orchestrator-domain';
-import type { DerivedUnit, ProjectedEntry, WorkUnitDeriver } from '@tally/orchestrator-projections';
 import { wireReceipt } from './wire-receipt.js';
+import type { DerivedUnit, ProjectedEntry, WorkUnitDeriver } from './work-unit.deriver.js';
 
 const BIGINT_TAG = '$bigint';
 

@@ -12,15 +12,15 @@ import {
   WORK_PROJECTION_MIGRATIONS,
   WORK_UNIT_TABLE,
   WorkProjectionReads,
+  workUnitDeriver,
   workUnitsProjection,
   type WorkUnitDeriver,
-} from '@tally/orchestrator-projections';
+} from '../src/index.js';
 import { openDataSource, projectionDigest, qualifiedTable } from '@tally/platform-typeorm';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
-import { workUnitDeriver } from '../src/projections/work-unit.deriver.js';
 
 const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
 const projection = workUnitsProjection({ stream: 'T_WORK_EVENTS', filterSubject: 't.work.evt.>', deriver: workUnitDeriver as WorkUnitDeriver<unknown> });
