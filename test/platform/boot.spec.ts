@@ -61,3 +61,16 @@ describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot'
     expect(openapi.openapi).toMatch(/^3\./);
   });
 });
+
+describe('concurrent boot', () => {
+  it('two replicas of each service starting at once on one fresh database all boot: migrations take turns', async () => {
+    const shared = env();
+    const services = await Promise.all(
+      (['budget-authority', 'budget-authority', 'agent-orchestrator', 'agent-orchestrator'] as const).map((service, i) =>
+        ServiceProcess.start({ service, env: { ...shared, LOG_LEVEL: i === 0 ? 'warn' : 'error' } }),
+      ),
+    );
+    running.push(...services);
+    for (const svc of services) expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
+  });
+});

@@ -6,8 +6,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  leaseBucketOf,
   loadConfig,
   openServiceDatabase,
+  openServiceDatabaseLocked,
   ProjectionLease,
   rebuildAll,
   startNatsRuntime,
@@ -37,7 +39,7 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
   const nats = await startNatsRuntime(config, `tally-replay-${set.service}`);
   const lease = await ProjectionLease.open({
     js: nats.js,
-    bucket: `${nats.names.namespace.toUpperCase().replace(/-/g, '_')}_LEASES`,
+    bucket: leaseBucketOf(nats),
     key: `projector.${set.service}`,
     holderId: `tally-replay-${process.pid}`,
     ttlMs: 10_000,
@@ -49,7 +51,7 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
     return false;
   }
   const renew = setInterval(() => void lease.tryAcquire(), 3_000);
-  const database = await openServiceDatabase(config, set);
+  const database = await openServiceDatabaseLocked(config, set, nats, `tally-replay-${process.pid}`);
   try {
     const bars = new Map<string, ProgressBar>();
     const results = await rebuildAll(nats, database, set.specs(nats.names), (name, done, total) => barFor(bars, name).update(done, total));
@@ -65,7 +67,7 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
 
 async function verifySet(config: TallyConfig, set: ProjectionSet): Promise<boolean> {
   const nats = await startNatsRuntime(config, `tally-verify-${set.service}`);
-  const live = await openServiceDatabase(config, set);
+  const live = await openServiceDatabaseLocked(config, set, nats, `tally-verify-${process.pid}`);
   const scratch = config.database.url ? await openScratchSchema(config, set) : await openScratchFile(config, set);
   try {
     const bars = new Map<string, ProgressBar>();

@@ -81,18 +81,47 @@ export async function openServiceDatabase(config: TallyConfig, database: Service
   }
 }
 
+/** The bucket that holds the namespace's leases: projection leadership and the migration lock. */
+export function leaseBucketOf(nats: NatsRuntime): string {
+  return `${nats.names.namespace.toUpperCase().replace(/-/g, '_')}_LEASES`;
+}
+
+/**
+ * Opens the database under the namespace's migration lock. Both services (and every
+ * replica) migrate the same database at boot; TypeORM's runner is not safe when two
+ * processes run it at once ("table tally_migrations already exists"), so they take
+ * turns. The lock is a lease in NATS KV: a holder that dies frees it after its TTL.
+ */
+export async function openServiceDatabaseLocked(config: TallyConfig, database: ServiceDefinition['database'], nats: NatsRuntime, holderId: string): Promise<DataSource> {
+  const lock = await ProjectionLease.open({ js: nats.js, bucket: leaseBucketOf(nats), key: 'migrations', holderId, ttlMs: 10_000, replicas: config.streams.replicas });
+  const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+  while (!(await lock.tryAcquire())) {
+    if (Date.now() > deadline) throw new DependencyUnavailable('The migration lock', `Another process has held it for over ${MIGRATION_LOCK_WAIT_MS} ms.`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const renew = setInterval(() => void lock.tryAcquire(), 3_000);
+  try {
+    return await openServiceDatabase(config, database);
+  } finally {
+    clearInterval(renew);
+    await lock.release();
+  }
+}
+
+const MIGRATION_LOCK_WAIT_MS = 120_000;
+
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
   const nats = await startNatsRuntime(config, definition.service);
   logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', { durability: nats.durability });
-  const dataSource = await openServiceDatabase(config, definition.database);
   const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
+  const dataSource = await openServiceDatabaseLocked(config, definition.database, nats, instanceId);
   const metrics = new MetricsRegistry();
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
   const lease = await ProjectionLease.open({
     js: nats.js,
-    bucket: `${nats.names.namespace.toUpperCase().replace(/-/g, '_')}_LEASES`,
+    bucket: leaseBucketOf(nats),
     key: `projector.${definition.service}`,
     holderId: instanceId,
     ttlMs: 10_000,
