@@ -5,7 +5,7 @@ import { AuthorityModule } from './authority.module.js';
 import { expiryLoop, reconcileLoop } from './background/sweeps.js';
 import { startCommandServer } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
-import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from './projection-set.js';
+import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from '@tally/budget-projections';
 import { BUDGET_ENTITIES } from '@tally/budget-projections';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
 import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';

@@ -10,7 +10,7 @@ import { connectNats } from '@tally/platform-jetstream';
 import { openDataSource, projectionDigest, ProjectionRunner, readCheckpoint, type TallyDataSourceOptions } from '@tally/platform-typeorm';
 import { sharedNatsUrl } from '@tally/testing';
 import type { DataSource } from 'typeorm';
-import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from '../../../apps/budget-authority/src/projection-set.js';
+import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from '@tally/budget-projections';
 import type { AuthorityStack } from './authority-stack.js';
 
 const common = { entities: BUDGET_ENTITIES, migrations: BUDGET_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 4, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 60_000 };

@@ -81,7 +81,7 @@ function applyEvent(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedg
     case 'CapabilityRevoked':
       return revoke(batch, payload as CapabilityRevokedWire);
     case 'HoldAuthorized':
-      return authorize(batch, payload as HoldAuthorizedWire, event.eventId, event.aggregateId, sequence);
+      return authorize(batch, payload as HoldAuthorizedWire, event.eventId, event.aggregateId, sequence, stored.position ?? 0);
     case 'AmbiguityRecorded':
       return recordAmbiguity(batch, payload as AmbiguityRecordedWire, sequence, stored, options);
     case 'AmbiguityResolved':
@@ -124,7 +124,7 @@ function revoke(batch: LedgerBatch, data: CapabilityRevokedWire): void {
   }
 }
 
-function authorize(batch: LedgerBatch, data: HoldAuthorizedWire, eventId: string, rootId: string, sequence: number): void {
+function authorize(batch: LedgerBatch, data: HoldAuthorizedWire, eventId: string, rootId: string, sequence: number, position: number): void {
   const hold = Object.assign(new HoldRow(), {
     holdId: data.hold_id,
     rootId,
@@ -143,7 +143,7 @@ function authorize(batch: LedgerBatch, data: HoldAuthorizedWire, eventId: string
     lastSequence: sequence,
   });
   batch.putHold(hold);
-  batch.mutate(hold, { eventId, kind: data.kind, cause: null, commitIndex: sequence, occurredAtMs: data.at_ms, invocations: 1, exposedUnits: hold.exposureUnits, realizedUnits: 0n });
+  batch.mutate(hold, { eventId, kind: data.kind, cause: null, commitIndex: sequence, commitPosition: position, occurredAtMs: data.at_ms, invocations: 1, exposedUnits: hold.exposureUnits, realizedUnits: 0n });
 }
 
 /** Status after each hold event; the usage deltas mirror the domain's evolve. */
@@ -152,7 +152,7 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
   const data = event.payload as unknown as HoldMutationWire & HoldStepWire;
   const hold = batch.holds.get(data.hold_id);
   if (!hold) return options.onOrphan?.(stored, `no hold ${data.hold_id}`);
-  const base = { eventId: event.eventId, kind: data.kind, cause: data.cause ?? null, commitIndex: sequence, occurredAtMs: data.at_ms };
+  const base = { eventId: event.eventId, kind: data.kind, cause: data.cause ?? null, commitIndex: sequence, commitPosition: stored.position ?? 0, occurredAtMs: data.at_ms };
   const next: HoldRow = { ...hold, lastSequence: sequence };
   switch (event.type) {
     case 'InvocationCaptured':

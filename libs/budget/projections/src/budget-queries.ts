@@ -88,10 +88,10 @@ export class BudgetQueries {
     }));
   }
 
-  /** Newest first (highest commit index), at most `limit` (B18). */
+  /** Newest first (commit index, then position within the commit), at most `limit` (B18). */
   async mutations(capabilityId: string, grantIndex: number | undefined, limit: number): Promise<MutationView[]> {
     const where = grantIndex === undefined ? { capabilityId } : { capabilityId, grantIndex };
-    const rows = await this.dataSource.manager.find(MutationRow, { where, order: { commitIndex: 'DESC' }, take: limit });
+    const rows = await this.dataSource.manager.find(MutationRow, { where, order: { commitIndex: 'DESC', commitPosition: 'DESC' }, take: limit });
     return rows.map((r) => ({
       event_id: r.eventId,
       kind: r.kind,

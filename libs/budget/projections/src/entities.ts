@@ -83,6 +83,8 @@ export class MutationRow {
   /** Why an undo happened (nonce_preflight, pre_dispatch_cleanup, expired, reconciled, payment_declined, …). */
   @Column({ type: 'varchar', length: 32, nullable: true }) cause!: string | null;
   @Column(sequenceColumn({ name: 'commit_index' })) commitIndex!: number;
+  /** The event's place within its commit: orders mutations that share a commit index. */
+  @Column(countColumn({ name: 'commit_position' })) commitPosition!: number;
   @Column(sequenceColumn({ name: 'occurred_at_ms' })) occurredAtMs!: number;
   @Column(countColumn({ name: 'invocation_delta' })) invocationDelta!: number;
   @Column(moneyColumn({ name: 'exposed_delta_units' })) exposedDeltaUnits!: bigint;

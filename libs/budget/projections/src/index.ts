@@ -7,3 +7,4 @@ export * from './budget-queries.js';
 export type * from './wire.js';
 export { money } from './wire.js';
 export * from './projection-set.js';
+export * from './migrations/1767225800000-add-mutation-commit-position.js';

@@ -16,6 +16,7 @@ export interface MutationDelta {
   readonly kind: string;
   readonly cause: string | null;
   readonly commitIndex: number;
+  readonly commitPosition: number;
   readonly occurredAtMs: number;
   readonly invocations: number;
   readonly exposedUnits: bigint;
@@ -91,6 +92,7 @@ export class LedgerBatch {
         requestId: hold.requestId,
         cause: delta.cause,
         commitIndex: delta.commitIndex,
+        commitPosition: delta.commitPosition,
         occurredAtMs: delta.occurredAtMs,
         invocationDelta: delta.invocations,
         exposedDeltaUnits: delta.exposedUnits,
