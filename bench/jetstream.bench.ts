@@ -1,6 +1,7 @@
 // JetStream suite: raw client publishes and replay, then the event store doing the same
 // work, in one run on one private namespace. Each event-store row names its raw twin,
 // so the ratio shows what the store's encoding, validation and bookkeeping cost.
+import { testEventStreamSpec } from '@tally/testing';
 import { performance } from 'node:perf_hooks';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
@@ -114,19 +115,7 @@ export const jetstreamSuite: BenchSuite = {
     const jsm = await jetstreamManager(nc);
     const names = tallyNames(`bench${Date.now().toString(36)}`);
     try {
-      await ensureStream(jsm, {
-        name: names.workEventsStream,
-        subjects: [names.workEventsWildcard],
-        retention: 'limits',
-        storage: 'file',
-        replicas: 1,
-        duplicateWindowMs: 120_000,
-        maxAgeMs: 0,
-        maxBytes: 1024 * 1024 * 1024,
-        maxMsgSizeBytes: 1024 * 1024,
-        denyDelete: false,
-        denyPurge: false,
-      });
+      await ensureStream(jsm, testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 1024 * 1024 * 1024, false));
       return await measure(ctx, js, jsm, names);
     } finally {
       await jsm.streams.delete(names.workEventsStream).catch(() => undefined);

@@ -3,6 +3,7 @@
 // decodes and validates every event, writes one row per event plus per-aggregate totals
 // with multi-row statements, and commits rows + checkpoint per batch. Target (reported,
 // not asserted): rebuild >= 0.25x raw replay.
+import { testEventStreamSpec } from '@tally/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -197,19 +198,7 @@ export const projectionSuite: BenchSuite = {
     const names = tallyNames(`benchproj${runId}`);
     const count = Math.max(1000, Math.round(100_000 * ctx.scale));
     try {
-      await ensureStream(jsm, {
-        name: names.workEventsStream,
-        subjects: [names.workEventsWildcard],
-        retention: 'limits',
-        storage: 'file',
-        replicas: 1,
-        duplicateWindowMs: 120_000,
-        maxAgeMs: 0,
-        maxBytes: 1024 * 1024 * 1024,
-        maxMsgSizeBytes: 1024 * 1024,
-        denyDelete: false,
-        denyPurge: false,
-      });
+      await ensureStream(jsm, testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 1024 * 1024 * 1024, false));
       ctx.log(`projection: publishing ${count} events over ${AGGREGATES} aggregates`);
       await publishEvents(js, names, count);
       const databases = benchDatabases(ctx, runId);

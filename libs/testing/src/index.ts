@@ -2,3 +2,4 @@ export * from './nats-server.js';
 export * from './service-process.js';
 export * from './scripted-provider.js';
 export * from './namespace-cleanup.js';
+export * from './stream-specs.js';

@@ -9,7 +9,7 @@ import { Ed25519Signer, LostAckEventStore, SimulatedPaymentRail, type LostAckOpt
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import type { EventStore } from '@tally/eventing';
 import { JetStreamEventStore, connectNats, ensureStream } from '@tally/platform-jetstream';
-import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
+import { sharedNatsUrl, uniqueNamespace, testEventStreamSpec } from '@tally/testing';
 
 export const LIMITS: BudgetAuthorityLimits = {
   appendAttemptsMax: 64,
@@ -92,19 +92,7 @@ export class AuthorityFixture {
     const nc = await connectNats({ url: sharedNatsUrl(), name: `test-${names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
-    await ensureStream(jsm, {
-      name: names.budgetEventsStream,
-      subjects: [names.budgetEventsWildcard],
-      retention: 'limits',
-      storage: 'file',
-      replicas: 1,
-      duplicateWindowMs: 120_000,
-      maxAgeMs: 0,
-      maxBytes: 512 * 1024 * 1024,
-      maxMsgSizeBytes: 1024 * 1024,
-      denyDelete: true,
-      denyPurge: false,
-    });
+    await ensureStream(jsm, testEventStreamSpec(names.budgetEventsStream, [names.budgetEventsWildcard], 512 * 1024 * 1024));
     const store = new JetStreamEventStore(js, jsm, { stream: names.budgetEventsStream, registry: budgetEventRegistry(), publishTimeoutMs: 5000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 });
     return new AuthorityFixture(nc, names, store, options);
   }

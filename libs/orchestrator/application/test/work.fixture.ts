@@ -21,7 +21,7 @@ import {
 } from '@tally/orchestrator-application';
 import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-providers';
 import { JetStreamEventStore, connectNats, ensureStream } from '@tally/platform-jetstream';
-import { ScriptedProvider, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
+import { ScriptedProvider, sharedNatsUrl, uniqueNamespace, testEventStreamSpec } from '@tally/testing';
 import { randomUUID } from 'node:crypto';
 
 /** The capability token every fixture unit is submitted with. */
@@ -106,19 +106,7 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
   const url = sharedNatsUrl();
   const names = tallyNames(uniqueNamespace(prefix));
   const { nc, jsm, repository, units } = await openStore(url, names);
-  await ensureStream(jsm, {
-    name: names.workEventsStream,
-    subjects: [names.workEventsWildcard],
-    retention: 'limits',
-    storage: 'file',
-    replicas: 1,
-    duplicateWindowMs: 120_000,
-    maxAgeMs: 0,
-    maxBytes: 64 * 1024 * 1024,
-    maxMsgSizeBytes: 1024 * 1024,
-    denyDelete: true,
-    denyPurge: false,
-  });
+  await ensureStream(jsm, testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 64 * 1024 * 1024));
   const provider = await ScriptedProvider.start();
   const gateway = new ProviderRegistry(
     [{ name: 'scripted', kind: 'openai', base_url: provider.url, api_key_env: 'SCRIPTED_API_KEY', models: PRICES }],

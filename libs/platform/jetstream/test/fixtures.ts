@@ -3,6 +3,7 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { EventRegistry, tallyNames, type TallyNames } from '@tally/contracts';
+import { testEventStreamSpec } from '@tally/testing';
 import { IsInt, IsString } from 'class-validator';
 import { connectNats } from '../src/connection.js';
 import { ensureStream, type StreamSpec } from '../src/provisioning.js';
@@ -17,21 +18,7 @@ export class CounterIncremented {
 
 export const counterRegistry = () => new EventRegistry([{ type: 'CounterIncremented', version: 1, payload: CounterIncremented }]);
 
-export function eventStreamSpec(name: string, subjects: string[]): StreamSpec {
-  return {
-    name,
-    subjects,
-    retention: 'limits',
-    storage: 'file',
-    replicas: 1,
-    duplicateWindowMs: 120_000,
-    maxAgeMs: 0,
-    maxBytes: 256 * 1024 * 1024,
-    maxMsgSizeBytes: 1024 * 1024,
-    denyDelete: true,
-    denyPurge: false,
-  };
-}
+export const eventStreamSpec = (name: string, subjects: string[]): StreamSpec => testEventStreamSpec(name, subjects);
 
 export interface StoreFixture {
   nc: NatsConnection;

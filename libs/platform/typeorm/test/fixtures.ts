@@ -1,5 +1,6 @@
 // Shared set-up for the projection tests: a real NATS stream per test, and a real
 // database per test (an SQLite file in a temp dir, or a PostgreSQL schema that is dropped).
+import { testEventStreamSpec } from '@tally/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,19 +85,7 @@ export async function streamFixture(url: string, namespace: string): Promise<Str
   const jsm = await jetstreamManager(nc);
   const names = tallyNames(namespace);
   const stream = names.workEventsStream;
-  await ensureStream(jsm, {
-    name: stream,
-    subjects: [names.workEventsWildcard],
-    retention: 'limits',
-    storage: 'file',
-    replicas: 1,
-    duplicateWindowMs: 120_000,
-    maxAgeMs: 0,
-    maxBytes: 256 * 1024 * 1024,
-    maxMsgSizeBytes: 1024 * 1024,
-    denyDelete: true,
-    denyPurge: false,
-  });
+  await ensureStream(jsm, testEventStreamSpec(stream, [names.workEventsWildcard], 256 * 1024 * 1024));
   const registry = counterRegistry();
   return {
     nc,
