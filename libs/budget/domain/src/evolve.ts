@@ -89,7 +89,7 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'ReceiptRecorded': {
       const { at_ms: _at, receipt, ...rest } = event.data;
       const receipts = new Map(state.receipts).set(rest.receipt_id, { ...rest, body: receipt });
-      return { ...state, receipts, command_receipts: new Map(state.command_receipts).set(rest.command_id, rest.receipt_id) };
+      return { ...state, receipts, command_receipts: state.command_receipts.with(rest.command_id, rest.receipt_id) };
     }
   }
 }
@@ -130,8 +130,8 @@ function authorizeHold(state: TreeState, data: HoldAuthorizedData, eventId: stri
     lease_released: false,
   };
   const indexed = data.preflight
-    ? { ...state, preflights: new Map(state.preflights).set(data.request_id, data.hold_id) }
-    : { ...state, requests: new Map(state.requests).set(data.request_id, data.hold_id) };
+    ? { ...state, preflights: state.preflights.with(data.request_id, data.hold_id) }
+    : { ...state, requests: state.requests.with(data.request_id, data.hold_id) };
   const mutation = { kind: data.kind, eventId, commitIndex, atMs: data.at_ms, inv: 1, exp: data.exposure_units, real: 0n };
   return mutate(indexed, hold, mutation);
 }
@@ -221,5 +221,5 @@ function holdOf(state: TreeState, id: string): Hold {
 }
 
 function withHold(state: TreeState, hold: Hold): TreeState {
-  return { ...state, holds: new Map(state.holds).set(hold.hold_id, hold) };
+  return { ...state, holds: state.holds.with(hold.hold_id, hold) };
 }

@@ -11,3 +11,4 @@ export * from './evolve.js';
 export * from './decide.js';
 export { verifyCapability, matches, isMonetary, exposureFor, checkLimits, reverseKind } from './decide-hold.js';
 export { spendFor } from './decide-settle.js';
+export * from './persistent-map.js';

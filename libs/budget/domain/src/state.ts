@@ -1,5 +1,6 @@
 // The state of one delegation tree, folded from its events. Collections are read-only
 // maps; evolve replaces only the maps an event touches (copy on write).
+import { PersistentMap } from './persistent-map.js';
 import { ZERO_USAGE, committedOf, type Ambiguity, type Capability, type GrantRef, type Hold, type StoredGrant, type MutationRecord, type Nonce, type ReceiptRecord, type Usage } from './model.js';
 
 export interface CapabilitySpend {
@@ -14,16 +15,16 @@ export interface TreeState {
   readonly usage: ReadonlyMap<string, Usage>;
   /** Committed spend per capability across all its grants, descendants included. */
   readonly spend: ReadonlyMap<string, CapabilitySpend>;
-  readonly holds: ReadonlyMap<string, Hold>;
+  readonly holds: PersistentMap<Hold>;
   /** Request id -> hold id of the (non-preflight) hold it took: the replay guard (B7). */
-  readonly requests: ReadonlyMap<string, string>;
+  readonly requests: PersistentMap<string>;
   /** Request id -> preflight hold id. */
-  readonly preflights: ReadonlyMap<string, string>;
+  readonly preflights: PersistentMap<string>;
   readonly nonces: ReadonlyMap<string, Nonce>;
   readonly ambiguities: ReadonlyMap<string, Ambiguity>;
   readonly receipts: ReadonlyMap<string, ReceiptRecord>;
   /** Command id -> receipt id: a retried command gets its original answer. */
-  readonly command_receipts: ReadonlyMap<string, string>;
+  readonly command_receipts: PersistentMap<string>;
   /** Mutation records per usage key, oldest first (B18). */
   readonly mutations: ReadonlyMap<string, readonly MutationRecord[]>;
   readonly last_commit_index: number;
@@ -37,13 +38,13 @@ export function initialState(): TreeState {
     capabilities: new Map(),
     usage: new Map(),
     spend: new Map(),
-    holds: new Map(),
-    requests: new Map(),
-    preflights: new Map(),
+    holds: PersistentMap.empty(),
+    requests: PersistentMap.empty(),
+    preflights: PersistentMap.empty(),
     nonces: new Map(),
     ambiguities: new Map(),
     receipts: new Map(),
-    command_receipts: new Map(),
+    command_receipts: PersistentMap.empty(),
     mutations: new Map(),
     last_commit_index: 0,
     last_commit_position: 0,
