@@ -1,24 +1,17 @@
 // The agent-orchestrator's OpenAPI 3.1 document, served at /openapi.json. It describes the
 // public contract of http-api.md (names are fixed; fields may only be added).
+import { MONEY_JSON_SCHEMA } from '@tally/contracts';
+import { PROBLEM_JSON_SCHEMA } from '@tally/platform-app';
+
 const json = (schema: Record<string, unknown>) => ({ 'application/json': { schema } });
 const problem = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } });
 const notFound = { description: 'No such work unit or session', content: problem };
-const money = { oneOf: [{ type: 'integer', minimum: 0, maximum: 9007199254740991 }, { type: 'string', pattern: '^[0-9]+$' }], description: 'Minor units: a JSON number up to 2^53-1, else a decimal string' };
+const money = MONEY_JSON_SCHEMA;
 
 const schemas: Record<string, unknown> = {
-  Problem: {
-    type: 'object',
-    required: ['type', 'title', 'status', 'errors'],
-    properties: {
-      type: { type: 'string' },
-      title: { type: 'string' },
-      status: { type: 'integer' },
-      detail: { type: 'string' },
-      errors: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } } },
-    },
-  },
+  Problem: PROBLEM_JSON_SCHEMA,
   RouteLeg: { type: 'object', required: ['provider', 'model'], additionalProperties: false, properties: { provider: { type: 'string', minLength: 1, maxLength: 64 }, model: { type: 'string', minLength: 1, maxLength: 128 } } },
   Message: { type: 'object', required: ['role', 'content'], additionalProperties: false, properties: { role: { enum: ['system', 'user', 'assistant'] }, content: { type: 'string', maxLength: 1000000 } } },
   Limits: {

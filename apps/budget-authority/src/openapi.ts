@@ -1,7 +1,10 @@
 // The budget-authority's OpenAPI 3.1 document, served at /openapi.json. Field names are
 // the public contract of http-api.md; money is an integer number of minor units, a JSON
 // number up to 2^53-1 and a decimal string above it.
-const money = { oneOf: [{ type: 'integer', minimum: 0, maximum: 9007199254740991 }, { type: 'string', pattern: '^[0-9]{1,30}$' }], description: 'integer minor units' };
+import { MONEY_JSON_SCHEMA } from '@tally/contracts';
+import { PROBLEM_JSON_SCHEMA } from '@tally/platform-app';
+
+const money = MONEY_JSON_SCHEMA;
 const signedMoney = { oneOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]{1,30}$' }] };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown) => ({ content: { 'application/json': { schema } } });
@@ -9,17 +12,7 @@ const problem = (description: string) => ({ description, content: { 'application
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 
 const schemas = {
-  Problem: {
-    type: 'object',
-    required: ['type', 'title', 'status', 'errors'],
-    properties: {
-      type: { type: 'string' },
-      title: { type: 'string' },
-      status: { type: 'integer' },
-      detail: { type: 'string' },
-      errors: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } } },
-    },
-  },
+  Problem: PROBLEM_JSON_SCHEMA,
   Grant: {
     type: 'object',
     required: ['server_id', 'tool_name'],

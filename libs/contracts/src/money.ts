@@ -14,3 +14,12 @@ export function moneyFromWire(value: unknown): bigint | undefined {
   if (typeof value === 'bigint') return value;
   return undefined;
 }
+
+/** The JSON Schema of a non-negative amount on the wire, for the OpenAPI documents. */
+export const MONEY_JSON_SCHEMA = {
+  oneOf: [
+    { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+    { type: 'string', pattern: '^[0-9]{1,30}$' },
+  ],
+  description: 'Integer minor units: a JSON number up to 2^53-1, else a decimal string',
+} as const;

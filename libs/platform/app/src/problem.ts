@@ -68,6 +68,19 @@ export class ProblemFilter implements ExceptionFilter {
   }
 }
 
+/** The JSON Schema of a Problem, for both services' OpenAPI documents. */
+export const PROBLEM_JSON_SCHEMA = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'errors'],
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    errors: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } } },
+  },
+} as const;
+
 export interface Problem {
   type: string;
   title: string;
