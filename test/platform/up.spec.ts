@@ -58,7 +58,7 @@ describe('tally up', () => {
       LOG_LEVEL: 'warn',
       DATABASE_URL: '',
     });
-    await waitFor(() => up.output().includes('Tally is up.'), 120_000);
+    await waitFor(() => up.output().includes('Press Ctrl-C to stop'), 120_000);
     expect(up.output()).toContain(`started nats-server with JetStream on nats://127.0.0.1:${natsPort}`);
     expect(up.output()).toContain(`http://127.0.0.1:${authorityPort}`);
     expect(up.output()).toContain(`http://127.0.0.1:${orchestratorPort}`);

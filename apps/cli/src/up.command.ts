@@ -69,9 +69,9 @@ export async function up(options: UpOptions): Promise<number> {
       return 1;
     }
   }
-  console.log('\nTally is up.');
-  for (const s of services) console.log(`  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`);
-  console.log('Press Ctrl-C to stop everything this command started.\n');
+  // One write, so a reader that sees the banner also sees the addresses.
+  const lines = services.map((s) => `  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`);
+  process.stdout.write(['', 'Tally is up.', ...lines, 'Press Ctrl-C to stop everything this command started.', '', ''].join('\n'));
   await new Promise(() => undefined);
   return 0;
 }
