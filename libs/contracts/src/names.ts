@@ -65,5 +65,10 @@ export const Headers = {
   eventType: 'Tally-Event-Type',
   /** How many events a commit message carries (absent on a plain single-event envelope). */
   commitEvents: 'Tally-Commit-Events',
+  /**
+   * The subject's sequence before this commit: the append's expected last subject sequence,
+   * which the server enforced, so it links each commit to the one before it on its subject.
+   */
+  previousSubjectSequence: 'Tally-Previous-Subject-Sequence',
   traceparent: 'traceparent',
 } as const;

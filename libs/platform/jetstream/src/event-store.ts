@@ -1,7 +1,7 @@
 // The JetStream event store: one subject per aggregate, one message per append (a
 // commit carrying all its events), optimistic concurrency with
 // Nats-Expected-Last-Subject-Sequence, idempotency with Nats-Msg-Id = the commit id.
-import { DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StreamInfo } from '@nats-io/jetstream';
+import { DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg, type StreamInfo } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import { Headers, describeFieldErrors, type CommitLimits, type EventMessage, type EventRegistry } from '@tally/contracts';
 import { AppendOutcomeUnknown, ConcurrencyConflict, type AppendResult, type EventStore, type LoadResult, type StoredEvent } from '@tally/eventing';
@@ -77,6 +77,7 @@ export class JetStreamEventStore implements EventStore {
     const hdrs = natsHeaders();
     hdrs.set(Headers.eventType, events[0]!.type);
     if (events.length > 1) hdrs.set(Headers.commitEvents, String(events.length));
+    hdrs.set(Headers.previousSubjectSequence, String(expected));
     try {
       return await this.js.publish(subject, data, {
         msgID: events[0]!.eventId,
@@ -112,20 +113,35 @@ export class JetStreamEventStore implements EventStore {
   }
 
   async lastSequence(subject: string): Promise<number> {
+    return (await this.lastMessage(subject))?.seq ?? 0;
+  }
+
+  /** The subject's last commit, by direct get where the stream allows it (no JetStream API round trip). */
+  private async lastMessage(subject: string): Promise<StoredMsg | undefined> {
     try {
-      const msg = await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
-      return msg?.seq ?? 0;
+      const direct = (this.options.directReadEventsMax ?? DIRECT_READ_EVENTS_MAX) > 0 && (await this.directAllowed());
+      const msg = direct ? await this.jsm.direct.getMessage(this.options.stream, { last_by_subj: subject }) : await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
+      return msg ?? undefined;
     } catch (error) {
-      if (error instanceof JetStreamApiError && error.code === NO_MESSAGE_FOUND) return 0;
+      if (error instanceof JetStreamApiError && error.code === NO_MESSAGE_FOUND) return undefined;
       throw error;
     }
   }
 
+  /**
+   * One round trip when the caller is one commit behind (the common catch-up): the last
+   * commit names the subject's sequence before it, so the rest is read only when the caller
+   * is further behind, and only up to that sequence.
+   */
   async load(subject: string, afterSequence = 0): Promise<LoadResult> {
-    const lastSequence = await this.lastSequence(subject);
-    if (lastSequence <= afterSequence) return { events: [], lastSequence: Math.max(lastSequence, afterSequence) };
-    const events = await this.readRange(subject, afterSequence + 1, lastSequence);
-    return { events, lastSequence };
+    const last = await this.lastMessage(subject);
+    if (!last || last.seq <= afterSequence) return { events: [], lastSequence: Math.max(last?.seq ?? 0, afterSequence) };
+    const tail = this.decodeStored(subject, last.seq, last.data);
+    const previous = previousSequenceOf(last);
+    if (previous !== undefined && previous <= afterSequence) return { events: tail, lastSequence: last.seq };
+    const events = await this.readRange(subject, afterSequence + 1, previous ?? last.seq - 1);
+    if (events.length + tail.length > this.options.loadEventsMax) throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
+    return { events: [...events, ...tail], lastSequence: last.seq };
   }
 
   /** Reads [from, to] of one subject: small catch-ups by direct get, the rest with an ordered consumer. */
@@ -190,4 +206,16 @@ export class JetStreamEventStore implements EventStore {
     if (!decoded.ok) throw new Error(`event at ${this.options.stream}#${sequence} does not decode: ${describeFieldErrors(decoded.errors)}`);
     return decoded.value.map((event, position) => ({ sequence, subject, event, position }));
   }
+}
+
+/**
+ * The subject's sequence before this commit, from the header the append wrote (or the
+ * server's expected-sequence header it was checked against); undefined when neither is
+ * there, e.g. a message some other writer published, and the caller reads the range instead.
+ */
+function previousSequenceOf(msg: StoredMsg): number | undefined {
+  const raw = msg.header?.get(Headers.previousSubjectSequence) || msg.header?.get(Headers.expectedLastSubjectSequence);
+  if (!raw || !/^\d{1,16}$/.test(raw)) return undefined;
+  const previous = Number(raw);
+  return previous < msg.seq ? previous : undefined;
 }

@@ -93,6 +93,52 @@ describe('JetStream event store', () => {
     expect(ids((await store(0).load(subject, sequences[37])).events)).toEqual(['p-38', 'p-39']);
   });
 
+  it('a load one commit behind costs one read (a direct get): each commit links to the one before it on its subject', async () => {
+    const subject = f.names.workEventSubject('agg-linked');
+    const other = f.names.workEventSubject('linked-noise');
+    const sequences: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await f.store.append(other, [counterEvent(`ln-${i}`, 'linked-noise', 1, 'n')], await f.store.lastSequence(other));
+      sequences.push((await f.store.append(subject, [counterEvent(`l-${i}`, 'agg-linked', i, 'w')], sequences.at(-1) ?? 0)).lastSequence);
+    }
+    // A plain subscription sees every direct get sent to the stream (the server still answers them).
+    let seen = 0;
+    const count = { callback: () => void seen++ };
+    const gets = f.nc.subscribe(`$JS.API.DIRECT.GET.${f.names.workEventsStream}.>`, count);
+    const plainGets = f.nc.subscribe(`$JS.API.DIRECT.GET.${f.names.workEventsStream}`, count);
+    const apiGets = f.nc.subscribe(`$JS.API.STREAM.MSG.GET.${f.names.workEventsStream}`, count);
+    await f.nc.flush();
+    const ids = (events: readonly { event: { eventId: string } }[]) => events.map((e) => e.event.eventId);
+    const countGets = async (load: () => Promise<unknown>) => {
+      const before = seen;
+      await load();
+      await f.nc.flush();
+      return seen - before;
+    };
+    let caughtUp: Awaited<ReturnType<typeof f.store.load>> | undefined;
+    expect(await countGets(async () => (caughtUp = await f.store.load(subject, sequences[3])))).toBe(1);
+    expect(ids(caughtUp!.events)).toEqual(['l-4']);
+    expect(await countGets(async () => (caughtUp = await f.store.load(subject, sequences[4])))).toBe(1);
+    expect(caughtUp!.events).toEqual([]);
+    // Further behind, the range up to the linked commit is read and nothing else.
+    expect(ids((await f.store.load(subject, sequences[1])).events)).toEqual(['l-2', 'l-3', 'l-4']);
+    expect(ids((await f.store.load(subject)).events)).toEqual(['l-0', 'l-1', 'l-2', 'l-3', 'l-4']);
+    for (const sub of [gets, plainGets, apiGets]) sub.unsubscribe();
+  });
+
+  it('a commit without the link (published by another writer) still loads in order, by reading the range', async () => {
+    const subject = f.names.workEventSubject('agg-unlinked');
+    const first = await f.store.append(subject, [counterEvent('u-0', 'agg-unlinked', 1, 'w')], 0);
+    await f.store.append(f.names.workEventSubject('unlinked-noise'), [counterEvent('un-0', 'unlinked-noise', 1, 'n')], 0);
+    const middle = await f.store.append(subject, [counterEvent('u-1', 'agg-unlinked', 2, 'w')], first.lastSequence);
+    const raw = counterRegistry().encodeCommit([counterEvent('u-2', 'agg-unlinked', 3, 'other')], { eventsMax: 10, bytesMax: 100_000 });
+    await f.js.publish(subject, raw);
+    const ids = (events: readonly { event: { eventId: string } }[]) => events.map((e) => e.event.eventId);
+    expect(ids((await f.store.load(subject)).events)).toEqual(['u-0', 'u-1', 'u-2']);
+    expect(ids((await f.store.load(subject, first.lastSequence)).events)).toEqual(['u-1', 'u-2']);
+    expect(ids((await f.store.load(subject, middle.lastSequence)).events)).toEqual(['u-2']);
+  });
+
   it('a stream without allow_direct still loads small catch-ups, through the ordered consumer', async () => {
     const stream = f.names.budgetEventsStream;
     await f.jsm.streams.add({ name: stream, subjects: [f.names.budgetEventsWildcard], allow_direct: false });
