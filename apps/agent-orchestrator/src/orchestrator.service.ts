@@ -3,7 +3,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { BudgetPort } from '@tally/orchestrator-application';
 import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-providers';
-import { orchestratorProjectionSet } from '@tally/orchestrator-projections';
+import { projector } from './projector.js';
 import type { BackgroundTask, HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
 import { JetStreamCommandClient } from '@tally/platform-nest';
 import { JetStreamBudgetPort } from './budget/jetstream-budget.port.js';
@@ -28,8 +28,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
   return {
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
-    database: { entities: orchestratorProjectionSet.entities, migrations: orchestratorProjectionSet.migrations },
-    projections: (ctx) => orchestratorProjectionSet.specs(ctx.nats.names),
+    projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: orchestratorOpenApi,
     module: (ctx): DynamicModule => {
       const rt = runtimeOf(ctx);

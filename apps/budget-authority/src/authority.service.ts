@@ -5,8 +5,7 @@ import { AuthorityModule } from './authority.module.js';
 import { expiryLoop, reconcileLoop } from './background/sweeps.js';
 import { startCommandServer } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
-import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from '@tally/budget-projections';
-import { BUDGET_ENTITIES } from '@tally/budget-projections';
+import { projector } from './projector.js';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
 import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
 
@@ -22,9 +21,7 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
   return {
     service: 'budget-authority',
     httpPort: config.authority.http_port,
-    database: { entities: BUDGET_ENTITIES, migrations: BUDGET_MIGRATIONS },
-    projections: (ctx) =>
-      budgetProjectionSpecs(ctx.nats.names, signer, (event, why) => ctx.logger.event('error', 'budget event the ledger projection cannot place', { event_id: event.event.eventId, sequence: event.sequence, why })),
+    projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
     module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx)),
     background: async (ctx) => {

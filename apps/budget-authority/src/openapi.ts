@@ -178,6 +178,7 @@ const schemas = {
       references: { type: 'object', additionalProperties: { type: 'object' } },
       lost_acks: { type: 'object', properties: { kinds: { type: 'array', items: { enum: ['capture', 'cancellation', 'reverse'] } }, losses_max: { type: 'integer' } } },
       release_blocked_authorizations: { type: 'boolean' },
+      kill_projection_thread: { type: 'boolean', description: 'ends the projection worker thread abruptly; the service restarts it' },
       reset: { type: 'boolean' },
     },
   },

@@ -2,7 +2,8 @@
 // docs/adr/0006-fault-injection.md). Registered only when fault injection is on, which
 // boot allows only with the simulated rail. It steers the simulated rail, the
 // lost-acknowledgement decorator and the admission hook, and reports their counters.
-import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
+import { BadRequestException, Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
+import { HOST_CONTEXT, type HostContext } from '@tally/platform-app';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsOptional, Max, Min, ValidateNested } from 'class-validator';
 import { FAULT_TARGETS, type FaultTargets } from '../runtime/fault-targets.js';
@@ -37,16 +38,25 @@ export class FaultsDto {
   @IsOptional() @ValidateNested() @Type(() => LostAcksDto) lost_acks?: LostAcksDto;
   @IsOptional() @ValidateNested() @Type(() => HookFaultsDto) hook?: HookFaultsDto;
   @IsOptional() @IsBoolean() release_blocked_authorizations?: boolean;
+  /** Ends the projection worker thread abruptly (mid-batch if one is committing); the service restarts it. */
+  @IsOptional() @IsBoolean() kill_projection_thread?: boolean;
 }
 
 @Controller('v1/test')
 export class FaultsController {
-  constructor(@Inject(FAULT_TARGETS) private readonly targets: FaultTargets) {}
+  constructor(
+    @Inject(FAULT_TARGETS) private readonly targets: FaultTargets,
+    @Inject(HOST_CONTEXT) private readonly ctx: HostContext,
+  ) {}
 
   @Post('faults')
   @HttpCode(200)
-  configure(@Body() body: FaultsDto) {
+  async configure(@Body() body: FaultsDto) {
     const t = this.targets;
+    if (body.kill_projection_thread) {
+      if (!this.ctx.projections.kill) throw new BadRequestException('kill_projection_thread: projections run on the main thread here (projections.worker_thread=false)');
+      await this.ctx.projections.kill();
+    }
     if (body.reset) t.reset();
     if (body.rail) t.rail.configure(body.rail);
     for (const [reference, behaviour] of Object.entries(body.references ?? {})) t.rail.configureReference(reference, behaviour);

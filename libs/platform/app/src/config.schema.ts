@@ -111,11 +111,20 @@ export class OrchestratorConfig {
   @IsInt() @Min(1) @Max(10_000) queued_sweep_batch_max = 256;
 }
 
+export class ProjectionsConfig {
+  /**
+   * Run this replica's projections in a worker thread, so building the read models does not
+   * share an event loop (a CPU core) with commands and HTTP. false runs them on the main thread.
+   */
+  @IsBoolean() worker_thread = true;
+}
+
 export class TallyConfig {
   @ValidateNested() @Type(() => NatsConfig) nats = new NatsConfig();
   @ValidateNested() @Type(() => StreamLimitsConfig) streams = new StreamLimitsConfig();
   @ValidateNested() @Type(() => ConsumerLimitsConfig) consumers = new ConsumerLimitsConfig();
   @ValidateNested() @Type(() => DatabaseConfig) database = new DatabaseConfig();
+  @ValidateNested() @Type(() => ProjectionsConfig) projections = new ProjectionsConfig();
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
   @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] = [];

@@ -8,5 +8,8 @@ export * from './nats-runtime.js';
 export * from './projection-lease.js';
 export * from './projection-host.js';
 export * from './service-host.js';
+export * from './service-database.js';
+export * from './projector.js';
+export * from './projection-thread.js';
 export * from './projection-set.js';
 export * from './replay.js';

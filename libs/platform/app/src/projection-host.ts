@@ -25,9 +25,35 @@ export interface ProjectionHostOptions {
   readonly batchSizeMax: number;
   readonly batchWaitMs: number;
   readonly waitPollMs: number;
+  /** Told each checkpoint a runner starts from or commits. */
+  readonly onCommitted?: (projection: string, checkpoint: number) => void;
 }
 
-export class ProjectionHost {
+/** The host's limits as the services run it. batchWaitMs 0: a batch is what has arrived; under load batches grow on their own while the previous one commits. */
+export const PROJECTION_HOST_LIMITS = { leaseRenewMs: 3_000, restartDelayMaxMs: 30_000, batchSizeMax: 500, batchWaitMs: 0, waitPollMs: 5 } as const;
+
+/** What the rest of a service sees of its projections, wherever they run (this thread or a worker thread). */
+export interface Projections {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves once `projection` has committed `sequence`; false on timeout. Any replica can ask. */
+  waitFor(projectionName: string, sequence: number, timeoutMs: number): Promise<boolean>;
+  readiness(): ReadinessCheck;
+  /** Test-only fault injection: ends the projection thread abruptly, as a crash would. Absent when projections run on the main thread. */
+  kill?(): Promise<void>;
+}
+
+/** Waits for a checkpoint by polling the database: for a replica that does not run the projection. */
+export async function pollCheckpoint(dataSource: DataSource, projection: { name: string; stream: string }, sequence: number, timeoutMs: number, pollMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if ((await readCheckpoint(dataSource.manager, projection.name, projection.stream)) >= sequence) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+export class ProjectionHost implements Projections {
   private readonly runners: ProjectionRunner[];
   private running = false;
   private timer: NodeJS.Timeout | undefined;
@@ -48,6 +74,7 @@ export class ProjectionHost {
           prefetchMessagesMax: 4_096,
           idleHeartbeatMs: 5_000,
           pullExpiresMs: 30_000,
+          ...(options.onCommitted ? { onCommitted: (checkpoint: number) => options.onCommitted!(spec.projection.name, checkpoint) } : {}),
         }),
     );
   }
@@ -68,13 +95,15 @@ export class ProjectionHost {
   async waitFor(projectionName: string, sequence: number, timeoutMs: number): Promise<boolean> {
     const spec = this.options.specs.find((s) => s.projection.name === projectionName);
     if (!spec) throw new Error(`unknown projection ${projectionName}`);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const checkpoint = await readCheckpoint(this.options.dataSource.manager, spec.projection.name, spec.projection.stream);
-      if (checkpoint >= sequence) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((r) => setTimeout(r, this.options.waitPollMs));
-    }
+    // On the replica that runs the projection, wait for the runner itself; elsewhere, poll.
+    const local = this.running ? this.runners.find((r) => r.projection.name === projectionName) : undefined;
+    if (local && (await local.waitCommitted(sequence, timeoutMs))) return true;
+    return pollCheckpoint(this.options.dataSource, spec.projection, sequence, local ? 0 : timeoutMs, this.options.waitPollMs);
+  }
+
+  /** Whether this replica holds the lease, and how often a halted runner was restarted. */
+  status(): { readonly leader: boolean; readonly restarts: number } {
+    return { leader: this.options.lease.held, restarts: this.restarts };
   }
 
   readiness(): ReadinessCheck {

@@ -35,15 +35,24 @@ export class ProjectionLease {
   /** Takes the lease if free (or renews it if held). Returns whether this holder now has it. */
   async tryAcquire(): Promise<boolean> {
     try {
-      this.revision = this.held
-        ? await this.kv.update(this.options.key, this.options.holderId, this.revision)
-        : await this.kv.create(this.options.key, this.options.holderId);
+      this.revision = this.held ? await this.kv.update(this.options.key, this.options.holderId, this.revision) : await this.take();
       return true;
     } catch {
       // Someone else holds it, or our renewal lost a race: either way we are not the leader.
       this.revision = 0;
       return false;
     }
+  }
+
+  /**
+   * Creates the key; or, when it already names this holder (a projection thread of this
+   * same process that died and was restarted), takes it back at its revision instead of
+   * waiting for it to age out. Holder ids are unique per process.
+   */
+  private async take(): Promise<number> {
+    const current = await this.kv.get(this.options.key);
+    if (current && current.operation === 'PUT' && current.string() === this.options.holderId) return this.kv.update(this.options.key, this.options.holderId, current.revision);
+    return this.kv.create(this.options.key, this.options.holderId);
   }
 
   async release(): Promise<void> {

@@ -8,15 +8,16 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { publishDeadLetter } from '@tally/platform-jetstream';
-import { openDataSource, type TallyDataSourceOptions } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
-import { DependencyUnavailable } from './boot.js';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
 import { JsonLogger } from './json-logger.js';
 import { startNatsRuntime, type NatsRuntime } from './nats-runtime.js';
 import { problemValidationPipe, ProblemFilter, type RejectedRequest } from './problem.js';
-import { ProjectionHost, type ProjectionSpec } from './projection-host.js';
+import { PROJECTION_HOST_LIMITS, ProjectionHost, type Projections } from './projection-host.js';
+import { ProjectionThread } from './projection-thread.js';
+import type { ProjectorDefinition } from './projector.js';
+import { leaseBucketOf, openServiceDatabaseLocked, projectorLeaseKey, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
@@ -31,7 +32,7 @@ export interface HostContext {
   readonly dataSource: DataSource;
   readonly metrics: MetricsRegistry;
   readonly readiness: ReadinessRegistry;
-  readonly projections: ProjectionHost;
+  readonly projections: Projections;
 }
 
 export interface BackgroundTask {
@@ -42,8 +43,8 @@ export interface BackgroundTask {
 export interface ServiceDefinition {
   readonly service: string;
   readonly httpPort: number;
-  readonly database: Pick<TallyDataSourceOptions, 'entities' | 'migrations'>;
-  readonly projections: (ctx: Omit<HostContext, 'projections'>) => ProjectionSpec[];
+  /** The service's tables and projections; run in a worker thread unless projections.worker_thread is false. */
+  readonly projector: ProjectorDefinition;
   readonly openapi: Record<string, unknown>;
   readonly module: (ctx: HostContext) => DynamicModule;
   readonly transports?: (ctx: HostContext) => Promise<CustomTransportStrategy[]>;
@@ -63,76 +64,21 @@ class OpenApiController {
 @Module({})
 class HostModule {}
 
-export async function openServiceDatabase(config: TallyConfig, database: ServiceDefinition['database']): Promise<DataSource> {
-  try {
-    return await openDataSource({
-      databaseUrl: config.database.url,
-      sqlitePath: config.database.sqlite_path,
-      entities: database.entities,
-      migrations: database.migrations,
-      sqliteBusyTimeoutMs: 10_000,
-      postgresPoolSize: 10,
-      postgresConnectTimeoutMs: 5_000,
-      postgresStatementTimeoutMs: 30_000,
-    });
-  } catch (error) {
-    const where = config.database.url ? 'PostgreSQL at DATABASE_URL' : `SQLite at ${config.database.sqlite_path}`;
-    throw new DependencyUnavailable(where, `Check the database setting. ${(error as Error).message}`, error);
-  }
-}
-
-/** The bucket that holds the namespace's leases: projection leadership and the migration lock. */
-export function leaseBucketOf(nats: NatsRuntime): string {
-  return `${nats.names.namespace.toUpperCase().replace(/-/g, '_')}_LEASES`;
-}
-
-/**
- * Opens the database under the namespace's migration lock. Both services (and every
- * replica) migrate the same database at boot; TypeORM's runner is not safe when two
- * processes run it at once ("table tally_migrations already exists"), so they take
- * turns. The lock is a lease in NATS KV: a holder that dies frees it after its TTL.
- */
-export async function openServiceDatabaseLocked(config: TallyConfig, database: ServiceDefinition['database'], nats: NatsRuntime, holderId: string): Promise<DataSource> {
-  const lock = await ProjectionLease.open({ js: nats.js, bucket: leaseBucketOf(nats), key: 'migrations', holderId, ttlMs: 10_000, replicas: config.streams.replicas });
-  const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
-  while (!(await lock.tryAcquire())) {
-    if (Date.now() > deadline) throw new DependencyUnavailable('The migration lock', `Another process has held it for over ${MIGRATION_LOCK_WAIT_MS} ms.`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const renew = setInterval(() => void lock.tryAcquire(), 3_000);
-  try {
-    return await openServiceDatabase(config, database);
-  } finally {
-    clearInterval(renew);
-    await lock.release();
-  }
-}
-
-const MIGRATION_LOCK_WAIT_MS = 120_000;
 
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
   const nats = await startNatsRuntime(config, definition.service);
   logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', { durability: nats.durability });
   const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
-  const dataSource = await openServiceDatabaseLocked(config, definition.database, nats, instanceId);
+  const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
-  const lease = await ProjectionLease.open({
-    js: nats.js,
-    bucket: leaseBucketOf(nats),
-    key: `projector.${definition.service}`,
-    holderId: instanceId,
-    ttlMs: 10_000,
-    replicas: config.streams.replicas,
-  });
-  const projections = new ProjectionHost({ js: nats.js, dataSource, specs: definition.projections(base), lease, logger, leaseRenewMs: 3_000, restartDelayMaxMs: 30_000, batchSizeMax: 500, batchWaitMs: 5, waitPollMs: 5 });
+  const projections = await startProjections(definition, base);
   const ctx: HostContext = { ...base, projections };
   readiness.add(nats.readiness);
   readiness.add({ name: 'database', check: async () => (await dataSource.query('SELECT 1'), { ok: true, details: { kind: dataSource.options.type } }) });
   readiness.add(projections.readiness());
-  await projections.start();
 
   const app = await createHttpApp(definition, ctx);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
@@ -149,6 +95,26 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
     await dataSource.destroy();
     await nats.close();
   });
+}
+
+/**
+ * Starts the service's projections under the namespace's projector lease: by default in a
+ * worker thread (its own event loop and connections, so building read models does not
+ * slow commands), or on this thread when projections.worker_thread is false.
+ */
+async function startProjections(definition: ServiceDefinition, base: Omit<HostContext, 'projections'>): Promise<Projections> {
+  const { config, logger, nats, dataSource, instanceId, service } = base;
+  const specs = definition.projector.module.specs({ config, names: nats.names, logger });
+  let projections: Projections;
+  if (config.projections.worker_thread) {
+    const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
+    projections = new ProjectionThread({ service, instanceId, projectorUrl: definition.projector.url, projections: described, dataSource, logger, startTimeoutMs: 60_000, stopTimeoutMs: 15_000, restartDelayMaxMs: PROJECTION_HOST_LIMITS.restartDelayMaxMs, waitPollMs: PROJECTION_HOST_LIMITS.waitPollMs });
+  } else {
+    const lease = await ProjectionLease.open({ js: nats.js, bucket: leaseBucketOf(nats), key: projectorLeaseKey(service), holderId: instanceId, ttlMs: PROJECTOR_LEASE_TTL_MS, replicas: config.streams.replicas });
+    projections = new ProjectionHost({ ...PROJECTION_HOST_LIMITS, js: nats.js, dataSource, specs, lease, logger });
+  }
+  await projections.start();
+  return projections;
 }
 
 async function createHttpApp(definition: ServiceDefinition, ctx: HostContext): Promise<INestApplication> {

@@ -25,6 +25,8 @@ export interface ProjectionRunnerOptions extends EventReadLimits {
   readonly batchWaitMs: number;
   /** During catch-up, how long the stream may stay silent before the replay is declared stalled. */
   readonly catchUpStallMs: number;
+  /** Told each new checkpoint this runner starts from or commits (e.g. to wake readers in another thread). */
+  readonly onCommitted?: (checkpoint: number) => void;
 }
 
 export interface BatchOutcome {
@@ -73,8 +75,16 @@ interface LoopPlan {
   onEmpty(): 'end' | 'again';
 }
 
+interface CommitWaiter {
+  readonly sequence: number;
+  readonly resolve: (reached: boolean) => void;
+}
+
 export class ProjectionRunner {
   private active: 'catch-up' | 'follow' | undefined;
+  /** The highest checkpoint this runner has read or committed; 0 until it starts. */
+  private committed = 0;
+  private readonly waiters = new Set<CommitWaiter>();
   private stopRequested: (() => void) | undefined;
   private following: Promise<void> | undefined;
 
@@ -94,10 +104,44 @@ export class ProjectionRunner {
   }
 
   /**
+   * Resolves true once this runner has committed (or started from) `sequence`, false after
+   * `timeoutMs`. In-process, so a request waiting for its own write does not poll the
+   * database; it only means something in the process that runs the projection.
+   */
+  waitCommitted(sequence: number, timeoutMs: number): Promise<boolean> {
+    if (this.committed >= sequence) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter: CommitWaiter = {
+        sequence,
+        resolve: (reached) => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  private noteCommitted(checkpoint: number): void {
+    if (checkpoint <= this.committed) return;
+    this.committed = checkpoint;
+    this.options.onCommitted?.(checkpoint);
+    for (const waiter of [...this.waiters]) if (waiter.sequence <= checkpoint) waiter.resolve(true);
+  }
+
+  /**
    * Applies one batch in one transaction: rows first, then the checkpoint, both or neither.
    * Events must be in ascending stream order; those at or below the checkpoint are ignored.
    */
   async applyBatch(events: readonly StoredEvent[]): Promise<BatchOutcome> {
+    const outcome = await this.applyBatchInTransaction(events);
+    this.noteCommitted(outcome.checkpoint);
+    return outcome;
+  }
+
+  private applyBatchInTransaction(events: readonly StoredEvent[]): Promise<BatchOutcome> {
     assertAscending(events);
     const { projection, dataSource } = this.options;
     return dataSource.transaction(async (manager) => {
@@ -130,6 +174,7 @@ export class ProjectionRunner {
         for (const table of projection.tables) await manager.query(`DELETE FROM ${qualifiedTable(dataSource, table)}`);
         await deleteCheckpoint(manager, projection.name);
       });
+      this.committed = 0;
       return await this.runCatchUp(options);
     } finally {
       this.active = undefined;
@@ -210,6 +255,7 @@ export class ProjectionRunner {
   private async pipeline(makePlan: (reader: EventBatchReader, halted: Promise<void>) => LoopPlan): Promise<number> {
     const o = this.options;
     let checkpoint = await this.checkpoint();
+    this.noteCommitted(checkpoint);
     const reader = await this.openReader(checkpoint + 1);
     let halt!: () => void;
     // Settles when the loop ends, so a read started ahead of a failed batch returns promptly.

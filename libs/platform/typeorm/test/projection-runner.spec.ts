@@ -88,6 +88,21 @@ describe.each(databasesUnderTest())('projection runner on %s', (kind: DatabaseKi
     expect(await projectionDigest(db.dataSource, [COUNTER_TABLE])).toBe(await projectionDigest(clean.dataSource, [COUNTER_TABLE]));
   });
 
+  it('read-your-writes: a waiter for a sequence is woken by the batch that commits it, and times out while it is not committed', async () => {
+    const db = await database('wait');
+    const runner = counterRunner(nats.js, db.dataSource, projectionFor(nats));
+    await runner.catchUp();
+    const checkpoint = await runner.checkpoint();
+    expect(await runner.waitCommitted(checkpoint, 1)).toBe(true);
+    const newLast = await nats.publish(10, 2, uniqueNamespace('wait'));
+    expect(await runner.waitCommitted(newLast, 50)).toBe(false);
+    const waiting = runner.waitCommitted(newLast, 10_000);
+    const batch = await readRange(nats, checkpoint + 1, newLast - checkpoint);
+    await runner.applyBatch(batch);
+    expect(await waiting).toBe(true);
+    expect(await runner.checkpoint()).toBe(newLast);
+  });
+
   it('rebuild replays into empty tables and gives the same digest as the live projection', async () => {
     const db = await database('rebuild');
     const runner = counterRunner(nats.js, db.dataSource, projectionFor(nats));

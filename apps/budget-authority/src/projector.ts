@@ -1,0 +1,12 @@
+// The budget-authority's read models: the ledger projection (usage, mutations, receipts
+// re-signed on replay, capabilities). Loaded by the main thread and by the projection
+// worker thread, which builds its own signer from the same configuration.
+import { BUDGET_ENTITIES, BUDGET_MIGRATIONS, budgetProjectionSpecs } from '@tally/budget-projections';
+import type { ProjectorModule } from '@tally/platform-app';
+import { authoritySigner } from './runtime/authority-runtime.js';
+
+export const projector: ProjectorModule = {
+  database: { entities: BUDGET_ENTITIES, migrations: BUDGET_MIGRATIONS },
+  specs: ({ config, names, logger }) =>
+    budgetProjectionSpecs(names, authoritySigner(config), (event, why) => logger.event('error', 'budget event the ledger projection cannot place', { event_id: event.event.eventId, sequence: event.sequence, why })),
+};

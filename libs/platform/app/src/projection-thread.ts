@@ -1,0 +1,171 @@
+// The main thread's side of a projection worker thread. It starts the thread, restarts it
+// (with a bounded backoff, logged loudly) if it dies, answers "has my write been
+// projected?" from the checkpoints the thread reports, and stops it on shutdown.
+import { Worker } from 'node:worker_threads';
+import type { DataSource } from 'typeorm';
+import type { JsonLogger } from './json-logger.js';
+import type { ReadinessCheck } from './health.js';
+import { pollCheckpoint, type Projections } from './projection-host.js';
+
+export interface ProjectionThreadData {
+  readonly service: string;
+  readonly instanceId: string;
+  readonly projectorUrl: string;
+}
+
+export type ToProjectionThread = { readonly kind: 'stop' };
+
+export type FromProjectionThread =
+  | { readonly kind: 'started' | 'status'; readonly leader: boolean; readonly restarts: number }
+  | { readonly kind: 'committed'; readonly projection: string; readonly checkpoint: number }
+  | { readonly kind: 'stopped' }
+  | { readonly kind: 'failed'; readonly error: string };
+
+export interface ProjectionThreadOptions extends ProjectionThreadData {
+  /** The projections the thread runs: what a request may wait for. */
+  readonly projections: readonly { readonly name: string; readonly stream: string }[];
+  /** The main thread's connection: used to poll checkpoints when another replica runs the projections. */
+  readonly dataSource: DataSource;
+  readonly logger: JsonLogger;
+  readonly startTimeoutMs: number;
+  readonly stopTimeoutMs: number;
+  readonly restartDelayMaxMs: number;
+  readonly waitPollMs: number;
+}
+
+interface Waiter {
+  readonly projection: string;
+  readonly sequence: number;
+  readonly done: (reached: boolean) => void;
+}
+
+const WORKER_URL = new URL('./projection-thread.worker.ts', import.meta.url);
+
+export class ProjectionThread implements Projections {
+  private worker: Worker | undefined;
+  /** A thread is running and has started its projections (or is standing by for the lease). */
+  private started = false;
+  private stopping = false;
+  private leader = false;
+  private restarts = 0;
+  private threadRestarts = 0;
+  private readonly committed = new Map<string, number>();
+  private readonly waiters = new Set<Waiter>();
+  private readonly projections: ReadonlyMap<string, { name: string; stream: string }>;
+
+  constructor(private readonly options: ProjectionThreadOptions) {
+    this.projections = new Map(options.projections.map((p) => [p.name, p]));
+  }
+
+  /** Rejects when the first thread does not start: the service should not boot without its projections. */
+  async start(): Promise<void> {
+    await this.spawn(false);
+  }
+
+  /** A restarted thread that fails exits, and is restarted again after a longer delay. */
+  private spawn(restart: boolean): Promise<void> {
+    const { service, instanceId, projectorUrl } = this.options;
+    const worker = new Worker(WORKER_URL, { workerData: { service, instanceId, projectorUrl } satisfies ProjectionThreadData });
+    this.worker = worker;
+    let started = false;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => (reject(new Error(`the projection thread did not start within ${this.options.startTimeoutMs} ms`)), void worker.terminate()), this.options.startTimeoutMs);
+      worker.on('message', (message: FromProjectionThread) => {
+        if (message.kind === 'started') {
+          clearTimeout(timer);
+          started = true;
+          resolve();
+        }
+        if (message.kind === 'failed') {
+          clearTimeout(timer);
+          reject(new Error(`the projection thread failed: ${message.error}`));
+        }
+        this.onMessage(message);
+      });
+      worker.on('error', (error) => this.options.logger.event('error', 'projection thread crashed', { error: error.message }));
+      worker.once('exit', (code) => {
+        clearTimeout(timer);
+        if (this.worker === worker && (started || restart)) this.onExit(code);
+        if (!started) reject(new Error(`the projection thread exited with code ${code} before it started`));
+      });
+    });
+  }
+
+  private onMessage(message: FromProjectionThread): void {
+    if (message.kind === 'started') this.started = true;
+    if (message.kind === 'started' || message.kind === 'status') {
+      this.leader = message.leader;
+      this.restarts = message.restarts;
+    }
+    if (message.kind !== 'committed') return;
+    if (message.checkpoint <= (this.committed.get(message.projection) ?? 0)) return;
+    this.committed.set(message.projection, message.checkpoint);
+    this.leader = true;
+    for (const waiter of [...this.waiters]) if (waiter.projection === message.projection && waiter.sequence <= message.checkpoint) waiter.done(true);
+  }
+
+  /** An exit we did not ask for: nothing projects on this replica until the thread is back. */
+  private onExit(code: number): void {
+    this.worker = undefined;
+    this.started = false;
+    this.leader = false;
+    if (this.stopping) return;
+    this.threadRestarts++;
+    const delayMs = Math.min(100 * 2 ** Math.min(this.threadRestarts, 10), this.options.restartDelayMaxMs);
+    this.options.logger.event('error', 'projection thread exited; restarting it', { code, restarts: this.threadRestarts, delay_ms: delayMs });
+    setTimeout(() => {
+      if (!this.stopping) this.spawn(true).catch((error: unknown) => this.options.logger.event('error', 'projection thread did not restart', { error: String(error) }));
+    }, delayMs);
+  }
+
+  async waitFor(projectionName: string, sequence: number, timeoutMs: number): Promise<boolean> {
+    const projection = this.projections.get(projectionName);
+    if (!projection) throw new Error(`unknown projection ${projectionName}`);
+    if ((this.committed.get(projectionName) ?? 0) >= sequence) return true;
+    if (this.leader && (await this.waitCommitted(projectionName, sequence, timeoutMs))) return true;
+    // Another replica runs the projections (or ours just stopped): the database has the answer.
+    return pollCheckpoint(this.options.dataSource, projection, sequence, this.leader ? 0 : timeoutMs, this.options.waitPollMs);
+  }
+
+  private waitCommitted(projection: string, sequence: number, timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        projection,
+        sequence,
+        done: (reached) => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(false), timeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  readiness(): ReadinessCheck {
+    return {
+      name: 'projections',
+      check: async () => {
+        const checkpoints = Object.fromEntries(this.committed);
+        return { ok: this.started, details: { worker_thread: this.started, leader: this.leader, restarts: this.restarts, thread_restarts: this.threadRestarts, checkpoints } };
+      },
+    };
+  }
+
+  async kill(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const waiter of [...this.waiters]) waiter.done(false);
+    const worker = this.worker;
+    if (!worker) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ kind: 'stop' } satisfies ToProjectionThread);
+    const timer = setTimeout(() => void worker.terminate(), this.options.stopTimeoutMs);
+    await exited;
+    clearTimeout(timer);
+  }
+}
