@@ -59,8 +59,9 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
   const done = new Map<string, number>();
   nc.subscribe(`${ns}.work.evt.>`, {
     callback: (_e, msg) => {
-      const type = msg.headers?.get('Tally-Event-Type');
-      if (type !== 'WorkCompleted' && type !== 'WorkFailed' && type !== 'WorkAborted') return;
+      // A commit may carry several events (the last step and the conclusion); any of them may end the unit.
+      const types = (msg.headers?.get('Tally-Event-Types') || msg.headers?.get('Tally-Event-Type') || '').split(',');
+      if (!types.some((t) => t === 'WorkCompleted' || t === 'WorkFailed' || t === 'WorkAborted')) return;
       const at = performance.now();
       const id = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
       done.set(id, at);

@@ -62,7 +62,10 @@ export const Headers = {
   expectedLastSubjectSequence: 'Nats-Expected-Last-Subject-Sequence',
   commandId: 'Tally-Command-Id',
   replyTo: 'Tally-Reply-To',
+  /** The type of a commit's first event. */
   eventType: 'Tally-Event-Type',
+  /** Every event type of a multi-event commit, in order, comma-separated (absent on a single-event commit). */
+  eventTypes: 'Tally-Event-Types',
   /** How many events a commit message carries (absent on a plain single-event envelope). */
   commitEvents: 'Tally-Commit-Events',
   /**

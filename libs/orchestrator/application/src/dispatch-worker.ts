@@ -1,7 +1,9 @@
-// The dispatch worker: works one unit until it ends. Each loop reloads the unit, plans the
-// next step in the domain, and commits that step as an event conditioned on the sequence
-// it loaded, so a redelivered or racing worker re-plans instead of running an ordinal
-// twice or dispatching past the ceiling. Every paid call is admitted first and settled after.
+// The dispatch worker: works one unit until it ends. Each loop plans the next step in the
+// domain and commits it as an event conditioned on the sequence the plan was made on, so a
+// redelivered or racing worker re-plans instead of running an ordinal twice or dispatching
+// past the ceiling. The view a successful append returns is carried to the next step (no
+// reload: if anyone else wrote meanwhile, that step's append conflicts and the loop
+// reloads). Every paid call is admitted first and settled after.
 import { planNext, worstCaseCostUnits, type AttemptOutcome, type DispatchStep, type NextStep, type WorkCommand, type WorkUnitState } from '@tally/orchestrator-domain';
 import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
 import { credentialFor } from './credential.js';
@@ -47,8 +49,14 @@ export type ProcessResult =
   /** Another worker owns the unit right now; retry the message later (nak with delay). */
   | { readonly kind: 'superseded'; readonly work_id: string; readonly reason: string };
 
-type StepResult = { readonly kind: 'continue' } | { readonly kind: 'superseded'; readonly reason: string };
+/** `view`, when present, is the unit right after this step's own append: the next step plans on it. */
+type StepResult = { readonly kind: 'continue'; readonly view?: WorkUnitView } | { readonly kind: 'superseded'; readonly reason: string };
 const CONTINUE: StepResult = { kind: 'continue' };
+
+/** Continue on the appended view; after a conflict or a rejection, with a fresh load. */
+function continueAfter(outcome: AppendOutcome): StepResult {
+  return outcome.kind === 'appended' ? { kind: 'continue', view: outcome.view } : CONTINUE;
+}
 
 /** Command ids derived from (work, ordinal) make admit and settle idempotent across workers and redeliveries. */
 export const budgetCommandIds = (workId: string, ordinal: number) => ({
@@ -63,18 +71,22 @@ export class DispatchWorker {
   }
 
   async process(workId: string, options: ProcessOptions = {}): Promise<ProcessResult> {
+    let carried: WorkUnitView | undefined;
     for (let step = 0; step < this.deps.options.stepsMax; step++) {
-      const view = await this.deps.repository.load(workId);
+      const view = carried ?? (await this.deps.repository.load(workId));
+      carried = undefined;
       const jitter = this.deps.jitter();
       const plan = planNext(view.state, jitter);
       options.onProgress?.();
       if (plan.kind === 'idle') return resultOf(workId, view.state);
       if (options.signal?.aborted && !view.state.abort) {
-        await this.apply(workId, view, { type: 'RequestAbort', reason: 'aborted by caller' });
+        const aborted = await this.apply(workId, view, { type: 'RequestAbort', reason: 'aborted by caller' });
+        carried = aborted.kind === 'appended' ? aborted.view : undefined;
         continue;
       }
       const result = await this.act(workId, view, plan, jitter, options);
       if (result.kind === 'superseded') return { kind: 'superseded', work_id: workId, reason: result.reason };
+      carried = result.view;
     }
     throw new Error(`work ${workId} did not end within stepsMax=${this.deps.options.stepsMax} steps`);
   }
@@ -83,20 +95,19 @@ export class DispatchWorker {
     switch (plan.kind) {
       case 'settle_orphan':
         // Found on redelivery: the worker that started it is gone. It may have been billed, so it counts.
-        await this.apply(workId, view, { type: 'SettleOrphanedAttempt', ordinal: plan.ordinal });
-        return CONTINUE;
+        return continueAfter(await this.apply(workId, view, { type: 'SettleOrphanedAttempt', ordinal: plan.ordinal }));
       case 'settle_hold': {
         const attempt = view.state.attempts[plan.ordinal];
         if (!attempt) throw new Error(`work ${workId}: hold step for missing attempt ${plan.ordinal}`);
         await this.deps.budget.settle({ command_id: budgetCommandIds(workId, plan.ordinal).settle, hold_id: plan.hold_id, outcome: settleOutcomeOf(attempt, plan) });
-        await this.apply(workId, view, { type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
-        return CONTINUE;
+        // The hold was the last thing outside this unit; if the unit can end now, it ends in the same commit.
+        const settled = this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
+        return continueAfter(await this.deps.repository.applyChain(workId, view, settled, (state) => (options.signal?.aborted ? undefined : this.conclusionFor(state))));
       }
       case 'complete':
       case 'abort':
       case 'fail':
-        await this.apply(workId, view, { type: 'ConcludeWork' });
-        return CONTINUE;
+        return continueAfter(await this.apply(workId, view, { type: 'ConcludeWork' }));
       case 'dispatch':
         return this.dispatchAttempt(workId, view, plan, jitter, options);
     }
@@ -108,14 +119,12 @@ export class DispatchWorker {
     const price = this.deps.prices.priceOf(provider, model);
     if (!price) {
       const error = `model ${model} of provider ${provider} has no price: refused, never dispatched without a hold`;
-      await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error });
-      return CONTINUE;
+      return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error }));
     }
     const token = credentialFor(work.token_fingerprint, options.credential);
     if (token === undefined && this.deps.budget.credentialRequired !== false) {
       const error = 'the capability token did not reach the worker with this unit (the ledger keeps only its fingerprint): refused, never dispatched without admission; submit the work again under a new work id';
-      await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'credential_unavailable', error });
-      return CONTINUE;
+      return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'credential_unavailable', error }));
     }
     if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
     const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens);
@@ -124,15 +133,17 @@ export class DispatchWorker {
     const admission = await this.deps.budget.admit({ command_id: ids.admit, request_id: ids.request_id, token: token ?? '', server_id: provider, tool_name: model, requested_cost_units: cost, context });
     if (admission.verdict !== 'allow' || !admission.hold_id) {
       const why = admission.verdict === 'allow' ? 'allowed without a hold id, which cannot be settled' : (admission.reason ?? 'no reason given');
-      await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'admission_denied', error: `admission denied by the budget authority: ${why}` });
-      return CONTINUE;
+      return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'admission_denied', error: `admission denied by the budget authority: ${why}` }));
     }
     const started = await this.apply(workId, view, { type: 'StartAttempt', ordinal: plan.ordinal, jitter, hold_id: admission.hold_id, hold_cost_units: cost, price });
     if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id);
     const outcome = await this.callProvider(workId, started.view, plan, options);
-    const recorded = await this.deps.repository.execute(workId, this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome }), this.deps.options.conflictRetriesMax);
+    const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
+    // First on the view we started from; only if someone wrote meanwhile (an abort), reload and retry.
+    const first = await this.deps.repository.apply(workId, started.view, settle);
+    const recorded = first.kind === 'conflict' ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax) : first;
     if (recorded.kind === 'rejected') return { kind: 'superseded', reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}` };
-    return CONTINUE;
+    return { kind: 'continue', view: recorded.view };
   }
 
   /**
@@ -202,6 +213,12 @@ export class DispatchWorker {
       if ((await this.deps.repository.eventsAfter(workId, view.lastSequence)).length > 0) return true;
     }
     return false;
+  }
+
+  /** ConcludeWork when the plan on `state` is to end the unit, else nothing. */
+  private conclusionFor(state: WorkUnitState): WorkCommand | undefined {
+    const kind = planNext(state, 0).kind;
+    return kind === 'complete' || kind === 'abort' || kind === 'fail' ? this.command({ type: 'ConcludeWork' }) : undefined;
   }
 
   private command(partial: DistributiveOmit<WorkCommand, 'command_id' | 'at'>): WorkCommand {

@@ -26,6 +26,9 @@ export function toEventMessage(decided: DecidedEvent): Omit<EventMessage, 'schem
   return { eventId: decided.event_id, type, aggregateId: decided.event.work_id, occurredAt: decided.event.at, payload };
 }
 
+/** Bound on the follow-up steps one commit may carry. */
+export const FOLLOW_UPS_MAX = 4;
+
 export class WorkUnitRepository {
   constructor(
     private readonly store: EventStore,
@@ -53,12 +56,36 @@ export class WorkUnitRepository {
    * last sequence. A conflict is reported, not retried: the caller reloads and re-plans.
    */
   async apply(workId: string, view: WorkUnitView, command: WorkCommand): Promise<AppendOutcome> {
+    return this.applyChain(workId, view, command, () => undefined);
+  }
+
+  /**
+   * Decides `command`, then each follow-up that `next` asks for on the state the previous
+   * one led to (at most FOLLOW_UPS_MAX), and appends all their events as ONE commit
+   * conditioned on the view's sequence: steps that need nothing from outside in between
+   * cost one round trip. A rejected follow-up is left out; the first command's rejection is
+   * the answer.
+   */
+  async applyChain(workId: string, view: WorkUnitView, command: WorkCommand, next: (state: WorkUnitState) => WorkCommand | undefined): Promise<AppendOutcome> {
     const decision = decide(command, view.state);
     if (!decision.ok) return { kind: 'rejected', rejection: decision.rejection };
-    if (decision.events.length === 0) return { kind: 'appended', view };
+    const decided = [...decision.events];
+    let state = foldWorkEvents(decision.events.map((d) => d.event), view.state);
+    for (let followUps = 0; followUps < FOLLOW_UPS_MAX; followUps++) {
+      const followUp = next(state);
+      const more = followUp ? decide(followUp, state) : undefined;
+      if (!more?.ok || more.events.length === 0) break;
+      decided.push(...more.events);
+      state = foldWorkEvents(more.events.map((d) => d.event), state);
+    }
+    return this.append(workId, view, decided);
+  }
+
+  private async append(workId: string, view: WorkUnitView, decided: readonly DecidedEvent[]): Promise<AppendOutcome> {
+    if (decided.length === 0) return { kind: 'appended', view };
     try {
-      const result = await this.store.append(this.subjectOf(workId), decision.events.map(toEventMessage), view.lastSequence);
-      const appended = decision.events.map((d) => d.event);
+      const result = await this.store.append(this.subjectOf(workId), decided.map(toEventMessage), view.lastSequence);
+      const appended = decided.map((d) => d.event);
       return { kind: 'appended', view: { state: foldWorkEvents(appended, view.state), events: [...view.events, ...appended], lastSequence: result.lastSequence } };
     } catch (error) {
       if (error instanceof ConcurrencyConflict) return { kind: 'conflict' };

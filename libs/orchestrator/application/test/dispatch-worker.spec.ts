@@ -57,6 +57,29 @@ describe('dispatch worker', () => {
     ]);
   });
 
+  it('a successful dispatch costs one read of the unit and three commits after submission: the worker plans on the view its appends return, and the hold settlement and the conclusion share a commit', async () => {
+    f.provider.script('ok-model', [{ kind: 'stream', chunks: ['fine'], usage: { input_tokens: 2, output_tokens: 1 } }]);
+    await f.submit('lean', { route: [{ provider: 'scripted', model: 'ok-model' }] });
+    const subject = f.names.workEventSubject('lean');
+    const before = (await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: subject }))!.seq;
+    let reads = 0;
+    const count = { callback: () => void reads++ };
+    const subs = [`$JS.API.DIRECT.GET.${f.names.workEventsStream}`, `$JS.API.DIRECT.GET.${f.names.workEventsStream}.>`, `$JS.API.STREAM.MSG.GET.${f.names.workEventsStream}`].map((s) => f.nc.subscribe(s, count));
+    await f.nc.flush();
+    // A long abort poll keeps the abort watch's own reads out of the count.
+    expect(await f.worker({ options: { abortPollMs: 60_000 } }).process('lean')).toMatchObject({ kind: 'ended', status: 'completed', output: 'fine' });
+    await f.nc.flush();
+    for (const sub of subs) sub.unsubscribe();
+    expect(reads).toBe(1);
+    const commits: string[] = [];
+    for (let seq = before + 1; ; seq++) {
+      const msg = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq }).catch(() => null);
+      if (!msg) break;
+      if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
+    }
+    expect(commits).toEqual(['AttemptStarted', 'AttemptSettled', 'HoldSettled,WorkCompleted']);
+  });
+
   it('O2 an always-429 provider with ceiling 2 fails closed: 2 account/failed attempts, no winner, no paid call past the ceiling', async () => {
     f.provider.always('limited-model', { kind: 'status', status: 429 });
     await f.submit('o2', { route: [{ provider: 'scripted', model: 'limited-model' }], limits: { max_retries: 1, run_retry_attempts: 0, dispatch_ceiling: 2 } });

@@ -76,7 +76,10 @@ export class JetStreamEventStore implements EventStore {
   private async publishCommit(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], data: Uint8Array, expected: number): Promise<PubAck> {
     const hdrs = natsHeaders();
     hdrs.set(Headers.eventType, events[0]!.type);
-    if (events.length > 1) hdrs.set(Headers.commitEvents, String(events.length));
+    if (events.length > 1) {
+      hdrs.set(Headers.commitEvents, String(events.length));
+      hdrs.set(Headers.eventTypes, events.map((e) => e.type).join(','));
+    }
     hdrs.set(Headers.previousSubjectSequence, String(expected));
     try {
       return await this.js.publish(subject, data, {
