@@ -45,7 +45,10 @@ export class ServiceProcess {
   static async start(options: ServiceProcessOptions): Promise<ServiceProcess> {
     const port = Number(options.env[PORT_ENV[options.service]] ?? (await freePort()));
     const env = { ...process.env, ...options.env, [PORT_ENV[options.service]]: String(port), LOG_LEVEL: options.env['LOG_LEVEL'] ?? 'warn' };
-    const child = spawn(process.execPath, ['--import', './tools/register.mjs', MAIN[options.service]], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Set TALLY_SERVICE_CPU_PROF_DIR to get a CPU profile of every service a test or bench starts.
+    const profileDir = process.env['TALLY_SERVICE_CPU_PROF_DIR'];
+    const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+    const child = spawn(process.execPath, [...profile, '--import', './tools/register.mjs', MAIN[options.service]], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     const service = new ServiceProcess(options.service, port, child);
     if (options.waitReady !== false) await service.waitReady(options.readyTimeoutMs ?? 60_000);
     return service;

@@ -57,8 +57,34 @@ export function sealToken(signer: Signer, prefix: string, claims: object): strin
   return `${prefix}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signer.sign(claims)}`;
 }
 
-/** Undefined for anything malformed or not signed by this authority. */
-export function openToken<T extends { key_id: string }>(signer: Signer, prefix: string, token: string): T | undefined {
+/**
+ * Tokens whose signature this signer has already checked, per signer. A capability is
+ * presented on every Admit and an Ed25519 verify costs more than the rest of the token's
+ * handling; the same token string always verifies the same way, so its claims are kept.
+ * Only verified tokens are kept, and expiry is checked by the caller on every use.
+ */
+const verified = new WeakMap<Signer, Map<string, object>>();
+/** Bound per signer: the oldest entry goes first. */
+export const VERIFIED_TOKENS_MAX = 10_000;
+
+/**
+ * Undefined for anything malformed or not signed by this authority. `remember` keeps a
+ * verified token for next time: for tokens presented again and again (capabilities), not
+ * single-use ones (nonces), which would only push the others out.
+ */
+export function openToken<T extends { key_id: string }>(signer: Signer, prefix: string, token: string, remember = false): T | undefined {
+  let cache = verified.get(signer);
+  const hit = cache?.get(`${prefix}:${token}`);
+  if (hit) return hit as T;
+  const claims = verifyToken<T>(signer, prefix, token);
+  if (claims === undefined || !remember) return claims;
+  if (!cache) verified.set(signer, (cache = new Map()));
+  cache.set(`${prefix}:${token}`, claims);
+  if (cache.size > VERIFIED_TOKENS_MAX) cache.delete(cache.keys().next().value!);
+  return claims;
+}
+
+function verifyToken<T extends { key_id: string }>(signer: Signer, prefix: string, token: string): T | undefined {
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== prefix) return undefined;
   try {

@@ -18,5 +18,9 @@ export async function connectNats(options: NatsConnectionOptions): Promise<NatsC
     maxReconnectAttempts: options.maxReconnectAttempts,
     reconnectTimeWait: options.reconnectTimeWaitMs,
     waitOnFirstConnect: false,
+    // Without this every request (each JetStream publish and direct get) builds an Error up
+    // front to carry its call site; profiles of the authority showed ~10% of CPU there. A
+    // failed request still says which subject and why, only without the caller's stack.
+    noAsyncTraces: true,
   });
 }

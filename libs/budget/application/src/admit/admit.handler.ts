@@ -10,7 +10,7 @@ import { allow, authorizePayment, needsPayment } from './admit-payment.js';
 import { authorizeHold, captureInvocation, checkPresentedNonce, preflightNonce, reserveLease } from './admit-steps.js';
 
 export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<AdmitDecision> {
-  const claims = openToken<CapabilityClaims>(ctx.signer, 'c1', cmd.token);
+  const claims = openToken<CapabilityClaims>(ctx.signer, 'c1', cmd.token, true);
   if (!claims) return denyUnverified(ctx, cmd);
   // A stale cache is fine here: a command answered elsewhere is caught when its receipt is appended.
   const answered = answeredCommand(await ctx.trees.cachedOrRead(claims.root_id), cmd.command_id);
