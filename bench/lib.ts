@@ -10,6 +10,8 @@ export interface BenchRow {
   readonly value: number;
   /** The `case` of the baseline row this one is compared with, in the same suite or another. */
   readonly baselineCase?: string;
+  /** The baseline row's metric when it differs from this row's (events/s against a publish's ops/s). */
+  readonly baselineMetric?: string;
   /** value / baseline value (or baseline / value for latencies), filled by the runner when a baseline is named. */
   ratio?: number;
   readonly note?: string;

@@ -34,7 +34,7 @@ function context(): BenchContext {
 function fillRatios(rows: BenchRow[]): void {
   for (const row of rows) {
     if (row.baselineCase === undefined) continue;
-    const candidates = rows.filter((r) => r.case === row.baselineCase && r.metric === row.metric);
+    const candidates = rows.filter((r) => r.case === row.baselineCase && r.metric === (row.baselineMetric ?? row.metric));
     const baseline = candidates.find((r) => r.suite === row.suite) ?? candidates[0];
     if (!baseline || !(baseline.value > 0) || !(row.value > 0)) continue;
     row.ratio = /\b(ms|us)\b/.test(row.metric) ? baseline.value / row.value : row.value / baseline.value;
