@@ -7,7 +7,8 @@ import { jetstream } from '@nats-io/jetstream';
 import { Ed25519Signer } from '@tally/budget-infrastructure';
 import { BUDGET_ENTITIES, BUDGET_LEDGER_PROJECTION, BUDGET_TABLES, ReceiptRow, UsageRow } from '@tally/budget-projections';
 import { connectNats } from '@tally/platform-jetstream';
-import { openDataSource, projectionDigest, ProjectionRunner, readCheckpoint, type TallyDataSourceOptions } from '@tally/platform-typeorm';
+import { runnerFor } from '@tally/platform-app';
+import { openDataSource, pollCheckpoint, projectionDigest, type TallyDataSourceOptions } from '@tally/platform-typeorm';
 import { sharedNatsUrl } from '@tally/testing';
 import type { DataSource } from 'typeorm';
 import { BUDGET_MIGRATIONS, budgetProjectionSpecs } from '@tally/budget-projections';
@@ -43,18 +44,7 @@ export async function rebuildIntoEmptyDatabase(stack: AuthorityStack): Promise<R
     const signer = Ed25519Signer.fromSeed(stack.env['TALLY_SIGNING_KEY']!);
     let checkpoint = 0;
     for (const spec of budgetProjectionSpecs(stack.names, signer)) {
-      const runner = new ProjectionRunner({
-        js: jetstream(nc),
-        dataSource,
-        registry: spec.registry,
-        projection: spec.projection,
-        batchSizeMax: 1_000,
-        batchWaitMs: 0,
-        catchUpStallMs: 30_000,
-        prefetchMessagesMax: 4_096,
-        idleHeartbeatMs: 5_000,
-        pullExpiresMs: 30_000,
-      });
+      const runner = runnerFor(jetstream(nc), dataSource, spec);
       await runner.rebuild();
       checkpoint = await runner.checkpoint();
       await runner.stop();
@@ -75,11 +65,7 @@ export async function rebuildIntoEmptyDatabase(stack: AuthorityStack): Promise<R
 
 /** Waits until the live projection has applied `sequence`. */
 export async function waitForLiveCheckpoint(live: DataSource, stream: string, sequence: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await readCheckpoint(live.manager, BUDGET_LEDGER_PROJECTION, stream)) < sequence) {
-    if (Date.now() > deadline) throw new Error(`live projection did not reach ${sequence} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  if (!(await pollCheckpoint(live, { name: BUDGET_LEDGER_PROJECTION, stream }, sequence, timeoutMs, 200))) throw new Error(`live projection did not reach ${sequence} within ${timeoutMs} ms`);
 }
 
 export interface Comparison {

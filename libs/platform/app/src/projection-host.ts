@@ -3,7 +3,7 @@
 // lets request handlers wait until their own append has been projected.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { EventRegistry } from '@tally/contracts';
-import { ProjectionRunner, readCheckpoint, type Projection } from '@tally/platform-typeorm';
+import { pollCheckpoint, ProjectionRunner, type Projection } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { JsonLogger } from './json-logger.js';
 import type { ReadinessCheck } from './health.js';
@@ -41,16 +41,6 @@ export interface Projections {
   readiness(): ReadinessCheck;
   /** Test-only fault injection: ends the projection thread abruptly, as a crash would. Absent when projections run on the main thread. */
   kill?(): Promise<void>;
-}
-
-/** Waits for a checkpoint by polling the database: for a replica that does not run the projection. */
-export async function pollCheckpoint(dataSource: DataSource, projection: { name: string; stream: string }, sequence: number, timeoutMs: number, pollMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if ((await readCheckpoint(dataSource.manager, projection.name, projection.stream)) >= sequence) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
 }
 
 export class ProjectionHost implements Projections {

@@ -2,10 +2,11 @@
 // (with a bounded backoff, logged loudly) if it dies, answers "has my write been
 // projected?" from the checkpoints the thread reports, and stops it on shutdown.
 import { Worker } from 'node:worker_threads';
+import { CommitWatch, pollCheckpoint } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { JsonLogger } from './json-logger.js';
 import type { ReadinessCheck } from './health.js';
-import { pollCheckpoint, type Projections } from './projection-host.js';
+import type { Projections } from './projection-host.js';
 
 export interface ProjectionThreadData {
   readonly service: string;
@@ -33,12 +34,6 @@ export interface ProjectionThreadOptions extends ProjectionThreadData {
   readonly waitPollMs: number;
 }
 
-interface Waiter {
-  readonly projection: string;
-  readonly sequence: number;
-  readonly done: (reached: boolean) => void;
-}
-
 const WORKER_URL = new URL('./projection-thread.worker.ts', import.meta.url);
 
 export class ProjectionThread implements Projections {
@@ -49,12 +44,11 @@ export class ProjectionThread implements Projections {
   private leader = false;
   private restarts = 0;
   private threadRestarts = 0;
-  private readonly committed = new Map<string, number>();
-  private readonly waiters = new Set<Waiter>();
-  private readonly projections: ReadonlyMap<string, { name: string; stream: string }>;
+  /** Per projection: what the thread has reported, and the requests waiting on it. */
+  private readonly watches: ReadonlyMap<string, { readonly projection: { name: string; stream: string }; readonly watch: CommitWatch }>;
 
   constructor(private readonly options: ProjectionThreadOptions) {
-    this.projections = new Map(options.projections.map((p) => [p.name, p]));
+    this.watches = new Map(options.projections.map((projection) => [projection.name, { projection, watch: new CommitWatch() }]));
   }
 
   /** Rejects when the first thread does not start: the service should not boot without its projections. */
@@ -98,10 +92,9 @@ export class ProjectionThread implements Projections {
       this.restarts = message.restarts;
     }
     if (message.kind !== 'committed') return;
-    if (message.checkpoint <= (this.committed.get(message.projection) ?? 0)) return;
-    this.committed.set(message.projection, message.checkpoint);
+    // Only the lease holder runs the projections, so a commit also says the thread leads.
     this.leader = true;
-    for (const waiter of [...this.waiters]) if (waiter.projection === message.projection && waiter.sequence <= message.checkpoint) waiter.done(true);
+    this.watches.get(message.projection)?.watch.advance(message.checkpoint);
   }
 
   /** An exit we did not ask for: nothing projects on this replica until the thread is back. */
@@ -119,35 +112,19 @@ export class ProjectionThread implements Projections {
   }
 
   async waitFor(projectionName: string, sequence: number, timeoutMs: number): Promise<boolean> {
-    const projection = this.projections.get(projectionName);
-    if (!projection) throw new Error(`unknown projection ${projectionName}`);
-    if ((this.committed.get(projectionName) ?? 0) >= sequence) return true;
-    if (this.leader && (await this.waitCommitted(projectionName, sequence, timeoutMs))) return true;
+    const watched = this.watches.get(projectionName);
+    if (!watched) throw new Error(`unknown projection ${projectionName}`);
+    if (watched.watch.checkpoint >= sequence) return true;
+    if (this.leader && (await watched.watch.wait(sequence, timeoutMs))) return true;
     // Another replica runs the projections (or ours just stopped): the database has the answer.
-    return pollCheckpoint(this.options.dataSource, projection, sequence, this.leader ? 0 : timeoutMs, this.options.waitPollMs);
-  }
-
-  private waitCommitted(projection: string, sequence: number, timeoutMs: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        projection,
-        sequence,
-        done: (reached) => {
-          clearTimeout(timer);
-          this.waiters.delete(waiter);
-          resolve(reached);
-        },
-      };
-      const timer = setTimeout(() => waiter.done(false), timeoutMs);
-      this.waiters.add(waiter);
-    });
+    return pollCheckpoint(this.options.dataSource, watched.projection, sequence, this.leader ? 0 : timeoutMs, this.options.waitPollMs);
   }
 
   readiness(): ReadinessCheck {
     return {
       name: 'projections',
       check: async () => {
-        const checkpoints = Object.fromEntries(this.committed);
+        const checkpoints = Object.fromEntries([...this.watches].map(([name, { watch }]) => [name, watch.checkpoint]));
         return { ok: this.started, details: { worker_thread: this.started, leader: this.leader, restarts: this.restarts, thread_restarts: this.threadRestarts, checkpoints } };
       },
     };
@@ -159,7 +136,7 @@ export class ProjectionThread implements Projections {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const waiter of [...this.waiters]) waiter.done(false);
+    for (const { watch } of this.watches.values()) watch.cancelAll();
     const worker = this.worker;
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));

@@ -1,6 +1,7 @@
 // Rebuilding projections from the streams: in place (`tally replay`, with the service's
 // projection lease held so no live runner races it) or into a scratch database to prove
 // the live rows are exactly what the events say (`tally replay --verify`).
+import type { JetStreamClient } from '@nats-io/jetstream';
 import { ProjectionRunner, projectionDigest, type CatchUpResult } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { NatsRuntime } from './nats-runtime.js';
@@ -10,9 +11,10 @@ export interface ReplayProgress {
   (projection: string, done: number, total: number): void;
 }
 
-export function runnerFor(nats: NatsRuntime, dataSource: DataSource, spec: ProjectionSpec): ProjectionRunner {
+/** A runner tuned for replays: big batches, no waiting for a batch to fill. */
+export function runnerFor(js: JetStreamClient, dataSource: DataSource, spec: ProjectionSpec): ProjectionRunner {
   return new ProjectionRunner({
-    js: nats.js,
+    js,
     dataSource,
     registry: spec.registry,
     projection: spec.projection,
@@ -28,7 +30,7 @@ export function runnerFor(nats: NatsRuntime, dataSource: DataSource, spec: Proje
 export async function rebuildAll(nats: NatsRuntime, dataSource: DataSource, specs: readonly ProjectionSpec[], progress: ReplayProgress): Promise<Map<string, CatchUpResult>> {
   const results = new Map<string, CatchUpResult>();
   for (const spec of specs) {
-    const runner = runnerFor(nats, dataSource, spec);
+    const runner = runnerFor(nats.js, dataSource, spec);
     results.set(spec.projection.name, await runner.rebuild({ onProgress: (done, total) => progress(spec.projection.name, done, total) }));
   }
   return results;
@@ -57,8 +59,8 @@ export async function verifyAll(
 ): Promise<VerifyOutcome[]> {
   const outcomes: VerifyOutcome[] = [];
   for (const spec of specs) {
-    const rebuilt = runnerFor(nats, scratch, spec);
-    const liveRunner = runnerFor(nats, live, spec);
+    const rebuilt = runnerFor(nats.js, scratch, spec);
+    const liveRunner = runnerFor(nats.js, live, spec);
     await rebuilt.rebuild({ onProgress: (d, t) => progress(spec.projection.name, d, t) });
     let outcome: VerifyOutcome | undefined;
     for (let round = 0; round < roundsMax; round++) {

@@ -6,5 +6,6 @@ export * from './checkpoint-store.js';
 export type { Projection } from './projection.js';
 export * from './event-batches.js';
 export * from './projection-runner.js';
+export * from './commit-watch.js';
 export * from './bulk-write.js';
 export * from './digest.js';

@@ -7,6 +7,7 @@ import type { EventRegistry } from '@tally/contracts';
 import type { StoredEvent } from '@tally/eventing';
 import type { DataSource } from 'typeorm';
 import { advanceCheckpoint, deleteCheckpoint, readCheckpoint } from './checkpoint-store.js';
+import { CommitWatch } from './commit-watch.js';
 import { qualifiedTable } from './data-source.js';
 import { EventBatchReader, type EventReadLimits } from './event-batches.js';
 import type { Projection } from './projection.js';
@@ -75,16 +76,10 @@ interface LoopPlan {
   onEmpty(): 'end' | 'again';
 }
 
-interface CommitWaiter {
-  readonly sequence: number;
-  readonly resolve: (reached: boolean) => void;
-}
-
 export class ProjectionRunner {
   private active: 'catch-up' | 'follow' | undefined;
   /** The highest checkpoint this runner has read or committed; 0 until it starts. */
-  private committed = 0;
-  private readonly waiters = new Set<CommitWaiter>();
+  private readonly committed = new CommitWatch();
   private stopRequested: (() => void) | undefined;
   private following: Promise<void> | undefined;
 
@@ -109,26 +104,11 @@ export class ProjectionRunner {
    * database; it only means something in the process that runs the projection.
    */
   waitCommitted(sequence: number, timeoutMs: number): Promise<boolean> {
-    if (this.committed >= sequence) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiter: CommitWaiter = {
-        sequence,
-        resolve: (reached) => {
-          clearTimeout(timer);
-          this.waiters.delete(waiter);
-          resolve(reached);
-        },
-      };
-      const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
-      this.waiters.add(waiter);
-    });
+    return this.committed.wait(sequence, timeoutMs);
   }
 
   private noteCommitted(checkpoint: number): void {
-    if (checkpoint <= this.committed) return;
-    this.committed = checkpoint;
-    this.options.onCommitted?.(checkpoint);
-    for (const waiter of [...this.waiters]) if (waiter.sequence <= checkpoint) waiter.resolve(true);
+    if (this.committed.advance(checkpoint)) this.options.onCommitted?.(checkpoint);
   }
 
   /**
@@ -174,7 +154,7 @@ export class ProjectionRunner {
         for (const table of projection.tables) await manager.query(`DELETE FROM ${qualifiedTable(dataSource, table)}`);
         await deleteCheckpoint(manager, projection.name);
       });
-      this.committed = 0;
+      this.committed.reset();
       return await this.runCatchUp(options);
     } finally {
       this.active = undefined;
