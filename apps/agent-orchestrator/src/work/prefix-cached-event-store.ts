@@ -1,7 +1,8 @@
 // An EventStore decorator that remembers each recently loaded unit's events. A unit's
 // stored events never change (the event stream denies delete and purge), so a later load
-// only reads what was appended after the cached prefix: the dispatch worker reloads its
-// unit before every step, and without this each reload re-read the whole unit.
+// only reads what was appended after the cached prefix: a redelivered unit, a worker that
+// lost an append race, and the API's reads load units again and again, and without this
+// each load re-read the whole unit.
 import type { AppendResult, EventStore, LoadResult, StoredEvent } from '@tally/eventing';
 import type { EventMessage } from '@tally/contracts';
 

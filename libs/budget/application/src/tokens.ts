@@ -73,13 +73,14 @@ export const VERIFIED_TOKENS_MAX = 10_000;
  * single-use ones (nonces), which would only push the others out.
  */
 export function openToken<T extends { key_id: string }>(signer: Signer, prefix: string, token: string, remember = false): T | undefined {
+  const key = `${prefix}:${token}`;
   let cache = verified.get(signer);
-  const hit = cache?.get(`${prefix}:${token}`);
+  const hit = cache?.get(key);
   if (hit) return hit as T;
   const claims = verifyToken<T>(signer, prefix, token);
   if (claims === undefined || !remember) return claims;
   if (!cache) verified.set(signer, (cache = new Map()));
-  cache.set(`${prefix}:${token}`, claims);
+  cache.set(key, claims);
   if (cache.size > VERIFIED_TOKENS_MAX) cache.delete(cache.keys().next().value!);
   return claims;
 }

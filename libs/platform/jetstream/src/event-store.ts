@@ -122,8 +122,7 @@ export class JetStreamEventStore implements EventStore {
   /** The subject's last commit, by direct get where the stream allows it (no JetStream API round trip). */
   private async lastMessage(subject: string): Promise<StoredMsg | undefined> {
     try {
-      const direct = (this.options.directReadEventsMax ?? DIRECT_READ_EVENTS_MAX) > 0 && (await this.directAllowed());
-      const msg = direct ? await this.jsm.direct.getMessage(this.options.stream, { last_by_subj: subject }) : await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
+      const msg = (await this.readsDirect()) ? await this.jsm.direct.getMessage(this.options.stream, { last_by_subj: subject }) : await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
       return msg ?? undefined;
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === NO_MESSAGE_FOUND) return undefined;
@@ -150,15 +149,21 @@ export class JetStreamEventStore implements EventStore {
   /** Reads [from, to] of one subject: small catch-ups by direct get, the rest with an ordered consumer. */
   private async readRange(subject: string, from: number, to: number): Promise<StoredEvent[]> {
     const events: StoredEvent[] = [];
-    const directMax = this.options.directReadEventsMax ?? DIRECT_READ_EVENTS_MAX;
-    const next = directMax > 0 && (await this.directAllowed()) ? await this.readDirect(subject, from, to, events, directMax) : from;
+    const next = (await this.readsDirect()) ? await this.readDirect(subject, from, to, events, this.directReadEventsMax) : from;
     if (next <= to) events.push(...(await this.readOrdered(subject, next, to, events.length)));
     return events;
   }
 
-  /** Whether the stream answers direct gets: a get to a stream without it waits for a timeout. */
-  private async directAllowed(): Promise<boolean> {
-    return (await this.streamInfo())?.config.allow_direct === true;
+  private get directReadEventsMax(): number {
+    return this.options.directReadEventsMax ?? DIRECT_READ_EVENTS_MAX;
+  }
+
+  /**
+   * Whether loads read by direct get: they are not turned off, and the stream answers them
+   * (a get to a stream without allow_direct waits for a timeout).
+   */
+  private async readsDirect(): Promise<boolean> {
+    return this.directReadEventsMax > 0 && (await this.streamInfo())?.config.allow_direct === true;
   }
 
   /** The stream's settings, asked once (they are verified at start-up and do not change under us). */
