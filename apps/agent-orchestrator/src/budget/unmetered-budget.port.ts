@@ -8,6 +8,8 @@ import { UNMETERED_HOLD_PREFIX } from '@tally/orchestrator-projections';
 export class UnmeteredBudgetPort implements BudgetPort {
   /** Nobody is asked, so a unit whose token did not reach the worker can still run. */
   readonly credentialRequired = false;
+  /** Settling tells nobody anything, so the worker need not wait for it between commits. */
+  readonly settlesLocally = true;
 
   async admit(request: AdmitRequest): Promise<AdmitDecision> {
     return { verdict: 'allow', hold_id: `${UNMETERED_HOLD_PREFIX}${request.request_id}` };

@@ -98,8 +98,9 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     logger: { info: (m, f) => logger.event('info', m, f), warn: (m, f) => logger.event('warn', m, f), error: (m, f) => logger.event('error', m, f) },
     handle: async ({ work_id, token }, msg) => {
       const held = aborts.hold(work_id);
-      let lastProgressMs = 0;
-      // Long calls tell the server the delivery is still being worked, at most this often.
+      // The delivery's ack deadline starts now; long calls tell the server the delivery is
+      // still being worked, at most this often (a short unit sends no progress at all).
+      let lastProgressMs = Date.now();
       const onProgress = () => {
         const now = Date.now();
         if (now - lastProgressMs < progressEveryMs) return;

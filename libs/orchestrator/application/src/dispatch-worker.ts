@@ -52,6 +52,7 @@ export type ProcessResult =
 /** `view`, when present, is the unit right after this step's own append: the next step plans on it. */
 type StepResult = { readonly kind: 'continue'; readonly view?: WorkUnitView } | { readonly kind: 'superseded'; readonly reason: string };
 const CONTINUE: StepResult = { kind: 'continue' };
+const CALL_ENDED = 'the provider call ended';
 
 /** Continue on the appended view; after a conflict or a rejection, with a fresh load. */
 function continueAfter(outcome: AppendOutcome): StepResult {
@@ -140,7 +141,7 @@ export class DispatchWorker {
     const outcome = await this.callProvider(workId, started.view, plan, options);
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
     // First on the view we started from; only if someone wrote meanwhile (an abort), reload and retry.
-    const first = await this.deps.repository.apply(workId, started.view, settle);
+    const first = await this.deps.repository.applyChain(workId, started.view, settle, (state) => this.localFollowUp(state, options));
     const recorded = first.kind === 'conflict' ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax) : first;
     if (recorded.kind === 'rejected') return { kind: 'superseded', reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}` };
     return { kind: 'continue', view: recorded.view };
@@ -176,7 +177,8 @@ export class DispatchWorker {
     } catch (error) {
       return outcomeOfGatewayFault(error, this.deps.clock.nowMs() - startedMs);
     } finally {
-      stopWatching.abort();
+      // A plain reason: the default one is a DOMException, whose stack is captured on every call.
+      stopWatching.abort(CALL_ENDED);
       options.signal?.removeEventListener('abort', onCallerAbort);
       await watching;
     }
@@ -213,6 +215,18 @@ export class DispatchWorker {
       if ((await this.deps.repository.eventsAfter(workId, view.lastSequence)).length > 0) return true;
     }
     return false;
+  }
+
+  /**
+   * After an attempt is settled, the steps that need nobody outside the unit: the hold's
+   * settlement when the budget settles locally (unmetered), then the conclusion. With a real
+   * authority the hold is settled by a call first, so nothing follows here.
+   */
+  private localFollowUp(state: WorkUnitState, options: ProcessOptions): WorkCommand | undefined {
+    if (!this.deps.budget.settlesLocally) return undefined;
+    const plan = planNext(state, 0);
+    if (plan.kind === 'settle_hold') return this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
+    return options.signal?.aborted ? undefined : this.conclusionFor(state);
   }
 
   /** ConcludeWork when the plan on `state` is to end the unit, else nothing. */

@@ -93,6 +93,12 @@ export interface BudgetPort {
    * unmetered port does not. Absent means required: fail closed.
    */
   readonly credentialRequired?: boolean;
+  /**
+   * Whether `settle` asks nobody and cannot fail (unmetered). The worker then records an
+   * attempt's outcome, its hold's settlement and the unit's conclusion in one commit instead
+   * of settling in between. Absent means the settlement is a call to make first.
+   */
+  readonly settlesLocally?: boolean;
   admit(request: AdmitRequest): Promise<AdmitDecision>;
   settle(request: SettleRequest): Promise<SettleResult>;
 }

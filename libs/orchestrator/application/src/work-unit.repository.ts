@@ -26,6 +26,8 @@ export function toEventMessage(decided: DecidedEvent): Omit<EventMessage, 'schem
   return { eventId: decided.event_id, type, aggregateId: decided.event.work_id, occurredAt: decided.event.at, payload };
 }
 
+const EMPTY_VIEW: WorkUnitView = { state: initialState(), events: [], lastSequence: 0 };
+
 /** Bound on the follow-up steps one commit may carry. */
 export const FOLLOW_UPS_MAX = 4;
 
@@ -85,6 +87,9 @@ export class WorkUnitRepository {
     if (decided.length === 0) return { kind: 'appended', view };
     try {
       const result = await this.store.append(this.subjectOf(workId), decided.map(toEventMessage), view.lastSequence);
+      // The stream already had this commit's event ids (a re-sent submission, decided on an
+      // assumed-empty unit): what is stored may differ from what was decided, so decide again on it.
+      if (result.duplicates.some(Boolean)) return { kind: 'conflict' };
       const appended = decided.map((d) => d.event);
       return { kind: 'appended', view: { state: foldWorkEvents(appended, view.state), events: [...view.events, ...appended], lastSequence: result.lastSequence } };
     } catch (error) {
@@ -93,10 +98,16 @@ export class WorkUnitRepository {
     }
   }
 
-  /** Load, decide, append; on conflict reload and decide again, up to `attemptsMax` times. */
-  async execute(workId: string, command: WorkCommand, attemptsMax: number): Promise<Exclude<AppendOutcome, { kind: 'conflict' }>> {
+  /**
+   * Load, decide, append; on conflict reload and decide again, up to `attemptsMax` times.
+   * With `expectNew`, the first try decides on an empty unit without reading it: the append
+   * is conditioned on the subject being empty, so a unit that exists only costs a conflict
+   * and the usual reload (a submission saves a read this way).
+   */
+  async execute(workId: string, command: WorkCommand, attemptsMax: number, expectNew = false): Promise<Exclude<AppendOutcome, { kind: 'conflict' }>> {
     for (let attempt = 1; attempt <= attemptsMax; attempt++) {
-      const outcome = await this.apply(workId, await this.load(workId), command);
+      const view = expectNew && attempt === 1 ? EMPTY_VIEW : await this.load(workId);
+      const outcome = await this.apply(workId, view, command);
       if (outcome.kind !== 'conflict') return outcome;
     }
     throw new Error(`gave up on work ${workId} after ${attemptsMax} concurrency conflicts`);

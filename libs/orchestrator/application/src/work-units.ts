@@ -41,11 +41,14 @@ export class WorkUnits {
     private readonly conflictRetriesMax: number,
   ) {}
 
-  /** The command id is derived from the work id, so a re-sent submission dedupes in the stream too. */
+  /**
+   * The command id is derived from the work id, so a re-sent submission dedupes in the stream
+   * too. Most submissions are new, so the first try does not read the unit.
+   */
   async submit(input: SubmitWorkInput): Promise<CommandResult> {
     const { token, ...work } = input;
     const command: SubmitWork = { ...work, token_fingerprint: token.length > 0 ? tokenFingerprint(token) : '', type: 'SubmitWork', command_id: `${input.work_id}:submit`, at: this.now() };
-    const outcome = await this.repository.execute(input.work_id, command, this.conflictRetriesMax);
+    const outcome = await this.repository.execute(input.work_id, command, this.conflictRetriesMax, true);
     return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true, sequence: outcome.view.lastSequence };
   }
 

@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { messagesOf } from '@tally/orchestrator-domain';
 import type { ProviderGateway } from '@tally/orchestrator-application';
-import { workFixture, type WorkFixture } from './work.fixture.js';
+import { InMemoryBudget, workFixture, type WorkFixture } from './work.fixture.js';
 
 /** The real gateway, calling `then` shortly after the first streamed chunk of an attempt arrived. */
 function onFirstChunk(gateway: ProviderGateway, then: () => void): ProviderGateway {
@@ -78,6 +78,23 @@ describe('dispatch worker', () => {
       if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
     }
     expect(commits).toEqual(['AttemptStarted', 'AttemptSettled', 'HoldSettled,WorkCompleted']);
+  });
+
+  it('with a budget that settles locally (unmetered), a successful dispatch is two commits after submission: the outcome, the hold settlement and the conclusion share one', async () => {
+    f.provider.script('ok-model', [{ kind: 'stream', chunks: ['fine'], usage: { input_tokens: 2, output_tokens: 1 } }]);
+    await f.submit('local', { route: [{ provider: 'scripted', model: 'ok-model' }] });
+    const subject = f.names.workEventSubject('local');
+    const before = (await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: subject }))!.seq;
+    const budget = Object.assign(new InMemoryBudget(), { settlesLocally: true });
+    expect(await f.worker({ budget }).process('local')).toMatchObject({ kind: 'ended', status: 'completed', output: 'fine' });
+    const commits: string[] = [];
+    for (let seq = before + 1; ; seq++) {
+      const msg = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq }).catch(() => null);
+      if (!msg) break;
+      if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
+    }
+    expect(commits).toEqual(['AttemptStarted', 'AttemptSettled,HoldSettled,WorkCompleted']);
+    expect((await f.units.receipt('local'))?.winning_attempt).toBe(0);
   });
 
   it('O2 an always-429 provider with ceiling 2 fails closed: 2 account/failed attempts, no winner, no paid call past the ceiling', async () => {

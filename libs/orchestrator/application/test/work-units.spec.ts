@@ -27,4 +27,21 @@ describe('work-unit commands return their sequence', () => {
     expect(abort).toEqual({ ok: true, sequence: (await f.repository.load('u1')).lastSequence });
     expect(abort.ok && abort.sequence).toBeGreaterThan(other.sequence);
   });
+
+  it('a new submission appends without reading the unit first; a re-sent one with other content under the same id is still refused, inside the duplicate window too', async () => {
+    let reads = 0;
+    const count = { callback: () => void reads++ };
+    const subs = [`$JS.API.DIRECT.GET.${f.names.workEventsStream}`, `$JS.API.DIRECT.GET.${f.names.workEventsStream}.>`, `$JS.API.STREAM.MSG.GET.${f.names.workEventsStream}`].map((s) => f.nc.subscribe(s, count));
+    await f.nc.flush();
+    const first = await f.units.submit(input('fresh'));
+    await f.nc.flush();
+    expect(first.ok).toBe(true);
+    expect(reads).toBe(0);
+    for (const sub of subs) sub.unsubscribe();
+
+    // Same work id, other messages: the stream drops the commit as a duplicate, and the unit is read to refuse it.
+    const changed = await f.units.submit({ ...input('fresh'), messages: [{ role: 'user', content: 'something else' }] });
+    expect(changed).toMatchObject({ ok: false, rejection: { code: 'already_submitted' } });
+    expect((await f.repository.load('fresh')).events.map((e) => e.type)).toEqual(['WorkSubmitted']);
+  });
 });
