@@ -1,10 +1,9 @@
 // The event envelope: the wire shape of every event in every Tally stream.
 // Payloads are validated per event type and schema version; an old version is upcast
 // here, in the adapter, so that `evolve` only ever sees the current shape.
-import { plainToInstance } from 'class-transformer';
-import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, getMetadataStorage, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
-import type { ValidationArguments } from 'class-validator';
+import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
 import { assertCommitLimits, assertDistinctEventIds, commitShapeError, COMMIT_VERSION, CommitTooLarge, isCommitWire, type CommitLimits } from './commit.js';
+import { passesFast } from './fast-validation.js';
 import { decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
 
 const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_.]{0,127}$/;
@@ -63,68 +62,12 @@ function fastEnvelopeFrom(plain: unknown): EventEnvelopeDto | undefined {
 }
 
 /**
- * Payload validation with a fast accept. validateSync spends most of its time finding
- * and grouping metadata and building error objects, on every call. For a payload class
- * whose rules are all plain property validators (no nesting, `each`, async, groups or
- * validateIf), the rules are grouped once here and run as validateSync runs them: the
- * same instance from plainToInstance, the same IsOptional conditions, the same
- * constraint calls with the same arguments. Only a full pass is trusted; anything
- * else, and every class that is not eligible, goes through validatePlain, which is the
- * one source of error messages.
+ * Payload validation with a fast accept (fast-validation.ts): a payload that passes the
+ * compiled rules is valid as it is; anything else goes through validatePlain for its field
+ * errors. Both callers keep the plain payload, never the DTO instance.
  */
-interface PropertyRules {
-  readonly property: string;
-  readonly conditions: readonly ((object: object, value: unknown) => boolean)[];
-  readonly checks: readonly { readonly constraints: unknown[]; readonly validate: (value: unknown, args: ValidationArguments) => unknown }[];
-}
-
-const compiledRules = new Map<Constructor<object>, PropertyRules[] | null>();
-
-function compileRules(dto: Constructor<object>): PropertyRules[] | null {
-  const storage = getMetadataStorage();
-  // The same query validateSync makes without groups or a schema.
-  const metadatas = storage.getTargetValidationMetadatas(dto, undefined as unknown as string, false, false, undefined);
-  if (metadatas.length === 0) return null;
-  const byProperty = new Map<string, { conditions: PropertyRules['conditions'][number][]; checks: PropertyRules['checks'][number][] }>();
-  for (const meta of metadatas) {
-    const rules = byProperty.get(meta.propertyName) ?? { conditions: [], checks: [] };
-    byProperty.set(meta.propertyName, rules);
-    if (meta.type === 'conditionalValidation' && meta.name === 'isOptional' && !meta.each) {
-      rules.conditions.push(meta.constraints[0] as PropertyRules['conditions'][number]);
-    } else if (meta.type === 'customValidation' && !meta.each && !meta.validateIf && meta.constraintCls) {
-      for (const constraint of storage.getTargetValidatorConstraints(meta.constraintCls)) {
-        if (constraint.async) return null;
-        const instance = constraint.instance as { validate: PropertyRules['checks'][number]['validate'] };
-        rules.checks.push({ constraints: meta.constraints, validate: (value, args) => instance.validate(value, args) });
-      }
-    } else {
-      return null;
-    }
-  }
-  return [...byProperty].map(([property, rules]) => ({ property, ...rules }));
-}
-
-function passesAll(rules: readonly PropertyRules[], instance: Record<string, unknown>): boolean {
-  for (const key of Object.keys(instance)) if (!rules.some((r) => r.property === key)) return false;
-  for (const rule of rules) {
-    const value = instance[rule.property];
-    if (!rule.conditions.every((condition) => condition(instance, value))) continue;
-    for (const check of rule.checks) {
-      const args = { targetName: instance.constructor ? instance.constructor.name : undefined, property: rule.property, object: instance, value, constraints: check.constraints } as ValidationArguments;
-      const valid = check.validate(value, args);
-      if (valid !== true) return false;
-    }
-  }
-  return true;
-}
-
 function validatePayload(dto: Constructor<object>, plain: unknown): Decoded<object> {
-  if (!compiledRules.has(dto)) compiledRules.set(dto, compileRules(dto));
-  const rules = compiledRules.get(dto);
-  if (rules && plain !== null && typeof plain === 'object' && !Array.isArray(plain)) {
-    const instance = plainToInstance(dto as new () => object, plain);
-    if (passesAll(rules, instance as Record<string, unknown>)) return { ok: true, value: instance };
-  }
+  if (passesFast(dto, plain)) return { ok: true, value: plain as object };
   return validatePlain(dto, plain, 'payload');
 }
 

@@ -1,5 +1,6 @@
 export * from './names.js';
 export * from './validation.js';
+export { passesFast } from './fast-validation.js';
 export * from './envelope.js';
 export * from './commit.js';
 export * from './money.js';

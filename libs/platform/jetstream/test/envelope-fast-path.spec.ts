@@ -2,10 +2,10 @@
 // validation) are pure optimisations: for any input, encode and decode return exactly
 // what the plain class-validator path (validatePlain) returns, errors included.
 import { describe, expect, it } from '@jest/globals';
-import { EventEnvelopeDto, EventRegistry, decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type EventMessage } from '@tally/contracts';
+import { EventEnvelopeDto, EventRegistry, decodeJson, describeFieldErrors, passesFast, validatePlain, type Constructor, type Decoded, type EventMessage } from '@tally/contracts';
 import { Type } from 'class-transformer';
 import {
-  IsDefined, IsIn, IsISO8601, IsInt, IsObject, IsOptional, IsString, Matches, Max, Min, Validate, ValidateNested, ValidatorConstraint,
+  ArrayMaxSize, IsDefined, IsIn, IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, Min, Validate, ValidateNested, ValidatorConstraint,
   type ValidationArguments, type ValidatorConstraintInterface,
 } from 'class-validator';
 import fc from 'fast-check';
@@ -39,7 +39,25 @@ class Nested {
   @IsDefined() note!: unknown;
 }
 
-const PAYLOADS: Record<string, Constructor<object>> = { CounterIncremented, Charged, Nested };
+class Leg {
+  @IsString() @Length(1, 8) provider!: string;
+  @IsIn(['m1', 'm2']) model!: string;
+  @IsOptional() @ValidateNested() @Type(() => Line) weight?: Line;
+}
+
+/** Eligible for the fast path: nested objects, arrays of them, `each` rules and optional nesting. */
+class Routed {
+  @ValidateNested({ each: true }) @Type(() => Leg) @ArrayMaxSize(2) route!: Leg[];
+  @IsOptional() @ValidateNested() @Type(() => Line) limits?: Line;
+  @IsOptional() @IsString({ each: true }) @Length(1, 3, { each: true }) tags?: string[];
+}
+
+/** A @Type that converts a value is not modelled: the fast path must leave it to class-transformer. */
+class Converted {
+  @Type(() => Number) @IsInt() n!: number;
+}
+
+const PAYLOADS: Record<string, Constructor<object>> = { CounterIncremented, Charged, Nested, Routed, Converted };
 const registry = new EventRegistry(Object.entries(PAYLOADS).map(([type, payload]) => ({ type, version: 1, payload })));
 
 /** The reference: full DTO decoding and validatePlain, as the registry did before its fast paths. */
@@ -120,16 +138,33 @@ describe('envelope fast path', () => {
 
   const chargedBase: Record<string, unknown> = { capability_id: 'cap-1', amount_minor: 500, limit_minor: 1000, currency: 'USD', settled_at: '2026-01-01T00:00:00Z', meta: { k: 1 } };
   const nestedBase: Record<string, unknown> = { line: { n: 1 }, note: 'x' };
+  const routedBase: Record<string, unknown> = { route: [{ provider: 'p', model: 'm1' }, { provider: 'q', model: 'm2', weight: { n: 2 } }], limits: { n: 3 }, tags: ['a', 'bc'] };
+  const bases: Record<string, Record<string, unknown>> = { Charged: chargedBase, Nested: nestedBase, Routed: routedBase, Converted: { n: 1 }, CounterIncremented: { by: 1, writer: 'w' } };
   const payloadValue = fc.constantFrom<unknown>(
     'cap-1', 'cap-x', '', 'USD', 'EUR', 'usd', 0, 1, -1, 1.5, 999, 1000, 1001, 1_000_000, 1_000_001, '5', null, true, [], {}, { n: 1 }, { n: 'x' },
     '2026-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '<undefined>', '<date>',
+    [{ provider: 'p', model: 'm1' }], [{ provider: 'p', model: 'm3' }], [{ provider: 'toolongname', model: 'm1' }], [{ provider: 'p', model: 'm1', extra: 1 }],
+    [{ provider: 'p', model: 'm1' }, { provider: 'p', model: 'm1' }, { provider: 'p', model: 'm1' }], [{ provider: 'p', model: 'm1', weight: { n: 'x' } }],
+    [{ provider: 'p', model: 'm1', weight: null }], '<instance>', [{ provider: 'p', model: 'm1', weight: '<instance>' }], [null], [[{ provider: 'p', model: 'm1' }]], ['a'], ['abcd'], ['a', 1], { provider: 'p', model: 'm1' }, [], '1',
   );
-  const payloadMutation = fc.tuple(fc.constantFrom(...Object.keys(chargedBase), ...Object.keys(nestedBase), 'extra'), fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
+  const payloadMutation = fc.tuple(fc.constantFrom(...Object.keys(chargedBase), ...Object.keys(nestedBase), ...Object.keys(routedBase), 'n', 'extra'), fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
+  /** An instance of an ordinary class with one own key, as a config DTO handed to an event would be. */
+  class Weighted {
+    n = 4;
+  }
+  const concrete = (value: unknown): unknown => {
+    if (value === '<undefined>') return undefined;
+    if (value === '<date>') return new Date(0);
+    if (value === '<instance>') return new Weighted();
+    if (Array.isArray(value)) return value.map((item) => (item && typeof item === 'object' && !Array.isArray(item) ? Object.fromEntries(Object.entries(item).map(([k, v]) => [k, concrete(v)])) : item));
+    return value;
+  };
   const mutate = (base: Record<string, unknown>, mutations: readonly [string, unknown][]) => {
     const out: Record<string, unknown> = { ...base };
     for (const [key, value] of mutations) {
       if (value === '<delete>') delete out[key];
-      else out[key] = value === '<undefined>' ? undefined : value === '<date>' ? new Date(0) : value;
+      // Defined, not assigned: a "__proto__" key becomes an own property, as JSON.parse makes it.
+      else Object.defineProperty(out, key, { value: concrete(value), enumerable: true, writable: true, configurable: true });
     }
     return out;
   };
@@ -143,9 +178,8 @@ describe('envelope fast path', () => {
 
   it('validates any payload on encode exactly as validatePlain does: the same events pass, the same errors refuse', () => {
     fc.assert(
-      fc.property(fc.constantFrom('Charged', 'Nested', 'CounterIncremented'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
-        const base = type === 'Charged' ? chargedBase : type === 'Nested' ? nestedBase : { by: 1, writer: 'w' };
-        const payload = mutate(base, mutations);
+      fc.property(fc.constantFrom('Charged', 'Nested', 'Routed', 'Converted', 'CounterIncremented'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
+        const payload = mutate(bases[type]!, mutations);
         const reference = validatePlain(PAYLOADS[type]!, payload, 'payload');
         const outcome = encodeOutcome(type, payload);
         if (reference.ok) expect(outcome).toHaveProperty('bytes');
@@ -157,12 +191,23 @@ describe('envelope fast path', () => {
 
   it('validates any payload on decode exactly as validatePlain does', () => {
     fc.assert(
-      fc.property(fc.constantFrom('Charged', 'Nested'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
-        const payload = mutate(type === 'Charged' ? chargedBase : nestedBase, mutations);
+      fc.property(fc.constantFrom('Charged', 'Nested', 'Routed', 'Converted'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
+        const payload = mutate(bases[type]!, mutations);
         const json = JSON.stringify({ ...valid, type, payload });
         expect(registry.decode(json)).toEqual(slowDecode(json));
       }),
       { numRuns: 3000 },
     );
+  });
+
+  it('the fast path really serves nested DTOs and arrays of them, and leaves what it does not model (IsDefined, converting @Type) to class-validator', () => {
+    expect(passesFast(Routed, routedBase)).toBe(true);
+    expect(passesFast(Charged, chargedBase)).toBe(true);
+    expect(passesFast(Routed, { ...routedBase, limits: new Weighted() })).toBe(true);
+    expect(passesFast(Routed, { ...routedBase, route: [{ provider: 'p', model: 'm3' }] })).toBe(false);
+    expect(validatePlain(Nested, nestedBase).ok).toBe(true);
+    expect(passesFast(Nested, nestedBase)).toBe(false);
+    expect(validatePlain(Converted, { n: '5' }).ok).toBe(true);
+    expect(passesFast(Converted, { n: 5 })).toBe(false);
   });
 });
