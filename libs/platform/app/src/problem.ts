@@ -1,8 +1,9 @@
 // HTTP errors as application/problem+json (RFC 9457) with an `errors` list naming each
 // bad field. Rejected input is also handed to a sink, which the apps point at the
 // dead-letter stream, so bad requests are visible to operators and never lost.
-import { ArgumentsHost, Catch, HttpException, HttpStatus, ValidationPipe, type ExceptionFilter } from '@nestjs/common';
+import { ArgumentsHost, Catch, HttpException, HttpStatus, type ExceptionFilter, type ValidationPipe } from '@nestjs/common';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
+import { FastValidationPipe } from '@tally/platform-nest';
 
 export class ProblemException extends HttpException {
   constructor(
@@ -17,9 +18,10 @@ export class ProblemException extends HttpException {
 }
 
 export function problemValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new FastValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
     transform: true,
     exceptionFactory: (errors) => new ProblemException(400, 'validation', 'The request is invalid', flattenValidationErrors(errors)),
   });

@@ -2,6 +2,7 @@ export * from './wire.js';
 export * from './options.js';
 export * from './reply-cache.js';
 export * from './validation-pipe.js';
+export * from './fast-validation-pipe.js';
 export * from './command-context.js';
 export * from './command-server.js';
 export * from './command-client.js';

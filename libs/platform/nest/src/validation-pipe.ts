@@ -2,9 +2,10 @@
 // HttpException, which the RPC exception filter turns into "Internal server error";
 // this one throws an RpcException carrying every bad field, which the command server
 // recognises and answers as a validation error.
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import type { ValidationError, ValidationPipe } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
+import { FastValidationPipe } from './fast-validation-pipe.js';
 import { validationError } from './wire.js';
 
 /** The error object a validation RpcException carries (and the command server replies with). */
@@ -19,7 +20,7 @@ export function isValidationRpcError(error: unknown): error is ValidationRpcErro
 }
 
 export function commandValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new FastValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
