@@ -1,7 +1,8 @@
 // Proves the budget-authority's public surface: every http-api.md endpoint in OpenAPI 3.1,
-// problem+json naming the bad fields (dead-lettered, no state change) over HTTP and over
-// JetStream commands, command-id idempotency, money beyond 2^53-1 as decimal strings,
+// problem+json naming the bad fields (dead-lettered with the capability token redacted, no
+// state change) over HTTP and over JetStream commands, command-id idempotency, money beyond 2^53-1 as decimal strings,
 // revocation of descendants, and the boot rules of the test-only fault injection.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -29,6 +30,14 @@ async function deadLetters(): Promise<Json[]> {
   } finally {
     await nc.close();
   }
+}
+
+/** ADR 0007: a dead letter keeps the token's sha256 fingerprint, never the token. */
+function expectTokenRedacted(letter: Json, token: string): void {
+  const body = Buffer.from(String(letter['data_base64']), 'base64').toString();
+  expect(JSON.stringify(letter)).not.toContain(token);
+  expect(JSON.parse(body)['token']).toBe(`[redacted sha256:${createHash('sha256').update(token).digest('base64url')}]`);
+  expect(letter['redacted']).toEqual(['$.token']);
 }
 
 describe('HTTP API and commands', () => {
@@ -62,7 +71,9 @@ describe('HTTP API and commands', () => {
     expect(settle.status).toBe(400);
     expect((settle.body['errors'] as Json[]).map((e) => e['field'])).toEqual(['outcome.cost_units']);
     const letters = await eventually(deadLetters, (l) => l.filter((d) => String(d['source']).startsWith('http-')).length >= 2, 30_000, 'http dead letters');
-    expect(letters.some((d) => d['reason'] === 'validation_failed' && String(d['detail']).includes('/v1/admissions'))).toBe(true);
+    const admission = letters.find((d) => d['reason'] === 'validation_failed' && String(d['detail']).includes('/v1/admissions'))!;
+    expect(admission).toBeDefined();
+    expectTokenRedacted(admission, String(cap['token']));
     expect(await stack.usage(cap['id'])).toMatchObject({ invocation_count: 0, committed_cost_units: 0 });
     expect(await stack.events(cap['id'])).toEqual([]);
   });
@@ -76,7 +87,8 @@ describe('HTTP API and commands', () => {
     expect((error['errors'] as Json[]).map((e) => e['field'])).toEqual(expect.arrayContaining(['requested_cost']));
     const session = await stack.send('admit', { ...admitPayload(cap['token'], 'bad-2', 'standalone'), context: { kind: 'session' } }, stack.nextCommandId('bad'));
     expect((session as { error: Json }).error['errors']).toEqual([{ field: 'context.session_id', message: 'session_id is required when kind is session' }]);
-    await eventually(deadLetters, (l) => l.filter((d) => d['reason'] === 'validation_failed' && !String(d['source']).startsWith('http-')).length >= 2, 30_000, 'command dead letters');
+    const letters = await eventually(deadLetters, (l) => l.filter((d) => d['reason'] === 'validation_failed' && !String(d['source']).startsWith('http-')).length >= 2, 30_000, 'command dead letters');
+    for (const letter of letters.filter((d) => Buffer.from(String(d['data_base64']), 'base64').toString().includes('bad-'))) expectTokenRedacted(letter, String(cap['token']));
     expect(await stack.events(cap['id'])).toEqual([]);
   });
 

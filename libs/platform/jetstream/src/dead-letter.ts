@@ -1,6 +1,9 @@
 // The dead-letter stream: a message that cannot be decoded or validated, or that
 // exceeded its delivery limit, is copied here with its reason before the original is
-// terminated. Nothing is silently dropped.
+// terminated. Nothing is silently dropped, except bearer credentials: a capability token
+// in a dead letter would outlive its message and be readable by anyone with access to
+// operational data (ADR 0007), so the copy keeps only its sha256 fingerprint.
+import { createHash } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import type { FieldError, TallyNames } from '@tally/contracts';
@@ -31,11 +34,62 @@ export interface DeadLetterRecord {
   readonly deliveries: number | null;
   readonly data_base64: string;
   readonly headers: Record<string, string[]>;
+  /** JSON paths of credentials replaced by their fingerprint, or ["$"] when the body was withheld. */
+  readonly redacted: readonly string[];
+}
+
+/** Keys whose string values are bearer credentials (capability tokens) wherever they appear. */
+const CREDENTIAL_KEYS = new Set(['token']);
+/** Bound on the values a redaction walks; a larger body that names a credential is withheld whole. */
+const REDACT_VALUES_MAX = 50_000;
+
+/** sha256, base64url: the fingerprint ADR 0007 records in place of a token, so the two can be matched. */
+function fingerprint(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('base64url');
+}
+
+/**
+ * The message body as a dead letter may keep it: every credential value replaced by
+ * `[redacted sha256:<fingerprint>]`. A body that cannot be parsed (or is too large to
+ * walk) but names a credential key is withheld, leaving its size and digest.
+ */
+export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array; readonly redacted: string[] } {
+  const text = Buffer.from(data).toString('utf8');
+  if (![...CREDENTIAL_KEYS].some((key) => text.includes(`"${key}"`))) return { data, redacted: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return withheld(data);
+  }
+  const redacted: string[] = [];
+  const stack: { value: unknown; path: string }[] = [{ value: parsed, path: '$' }];
+  for (let seen = 0; stack.length > 0; seen++) {
+    if (seen >= REDACT_VALUES_MAX) return withheld(data);
+    const { value, path } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    for (const [key, child] of Object.entries(value)) {
+      const childPath = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+      if (CREDENTIAL_KEYS.has(key) && typeof child === 'string') {
+        (value as Record<string, unknown>)[key] = `[redacted sha256:${fingerprint(child)}]`;
+        redacted.push(childPath);
+      } else {
+        stack.push({ value: child, path: childPath });
+      }
+    }
+  }
+  return redacted.length === 0 ? { data, redacted } : { data: Buffer.from(JSON.stringify(parsed)), redacted: redacted.sort() };
+}
+
+function withheld(data: Uint8Array): { data: Uint8Array; redacted: string[] } {
+  const note = { withheld: 'the body could not be parsed and may hold a capability token', bytes: data.length, sha256: createHash('sha256').update(data).digest('base64url') };
+  return { data: Buffer.from(JSON.stringify(note)), redacted: ['$'] };
 }
 
 export function deadLetterRecord(letter: DeadLetter): DeadLetterRecord {
   const headers: Record<string, string[]> = {};
   for (const [key, values] of letter.headers ?? []) headers[key] = values;
+  const body = redactCredentials(letter.data);
   return {
     source: letter.source,
     reason: letter.reason,
@@ -45,8 +99,9 @@ export function deadLetterRecord(letter: DeadLetter): DeadLetterRecord {
     original_stream: letter.originalStream ?? null,
     original_sequence: letter.originalSequence ?? null,
     deliveries: letter.deliveries ?? null,
-    data_base64: Buffer.from(letter.data).toString('base64'),
+    data_base64: Buffer.from(body.data).toString('base64'),
     headers,
+    redacted: body.redacted,
   };
 }
 
