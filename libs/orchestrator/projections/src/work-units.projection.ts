@@ -36,12 +36,15 @@ interface Derived {
   readonly sequence: number;
   readonly state: string;
   readonly lastSequence: number;
+  /** The unit had a row before this batch, so its session's header was settled then. */
+  readonly known: boolean;
 }
 
 interface Touched {
   state: unknown;
   submittedSequence: number | undefined;
   lastSequence: number;
+  readonly known: boolean;
 }
 
 export function workUnitsProjection(options: WorkUnitsProjectionOptions): Projection {
@@ -70,11 +73,12 @@ async function applyBatch(manager: EntityManager, events: readonly StoredEvent[]
   const derived: Derived[] = [];
   for (const t of touched.values()) {
     const unit = t.state === undefined ? undefined : deriver.derive(t.state);
-    if (unit && t.submittedSequence !== undefined) derived.push({ unit, sequence: t.submittedSequence, state: deriver.save(t.state), lastSequence: t.lastSequence });
+    if (unit && t.submittedSequence !== undefined) derived.push({ unit, sequence: t.submittedSequence, state: deriver.save(t.state), lastSequence: t.lastSequence, known: t.known });
   }
   await writeUnits(manager, derived);
   await writeTurns(manager, derived);
-  await writeHeaders(manager, derived);
+  // Only a unit projected for the first time can open a session; the others were looked at then.
+  await writeHeaders(manager, derived.filter((d) => !d.known));
   if (warnings.length > 0) await bulkUpsert(manager, ProjectionWarningRow, warnings, { conflictColumns: ['sequence'], updateColumns: ['message'], rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
 }
 
@@ -86,7 +90,7 @@ async function loadTouched(manager: EntityManager, events: readonly StoredEvent[
   return new Map(
     ids.map((id) => {
       const row = byId.get(id);
-      return [id, { state: row ? deriver.load(row.state) : undefined, submittedSequence: row?.submittedSequence, lastSequence: row?.lastSequence ?? 0 }];
+      return [id, { state: row ? deriver.load(row.state) : undefined, submittedSequence: row?.submittedSequence, lastSequence: row?.lastSequence ?? 0, known: row !== undefined }];
     }),
   );
 }
