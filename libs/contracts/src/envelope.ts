@@ -4,7 +4,7 @@
 import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
 import { assertCommitLimits, assertDistinctEventIds, commitShapeError, COMMIT_VERSION, CommitTooLarge, isCommitWire, type CommitLimits } from './commit.js';
 import { passesFast } from './fast-validation.js';
-import { decodeJson, describeFieldErrors, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
+import { decodeJson, describeFieldErrors, protoKeyIn, protoKeyInJson, PROTO_KEY_MESSAGE, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
 
 const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_.]{0,127}$/;
 const ISO8601_STRICT = { strict: true } as const;
@@ -41,8 +41,19 @@ function fastEnvelope(data: Uint8Array | string): EventEnvelopeDto | undefined {
   return fastEnvelopeFrom(plain);
 }
 
+/** What decode would refuse must never reach the stream. */
+function refusingProtoKeys(json: string): string {
+  const proto = protoKeyInJson(json);
+  if (proto) throw new Error(`refusing to encode an event with ${proto}: ${PROTO_KEY_MESSAGE}`);
+  return json;
+}
+
+/** JSON.parse that refuses a "__proto__" key (see protoKeyIn): the full path then names its place. */
 function parseJson(data: Uint8Array | string): unknown {
-  return JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
+  const text = typeof data === 'string' ? data : Buffer.from(data).toString('utf8');
+  const value: unknown = JSON.parse(text);
+  if (protoKeyIn(text, value)) throw new SyntaxError(PROTO_KEY_MESSAGE);
+  return value;
 }
 
 /** The fast path's checks on an already parsed value (a commit's events are parsed with it). */
@@ -151,7 +162,7 @@ export class EventRegistry {
 
   /** Encodes an event at the current version. The payload is validated first: a bug must not reach the stream. */
   encode(event: Omit<EventMessage, 'schemaVersion'>): Uint8Array {
-    return Buffer.from(JSON.stringify(this.toValidWire(event)));
+    return Buffer.from(refusingProtoKeys(JSON.stringify(this.toValidWire(event))));
   }
 
   /**
@@ -163,7 +174,7 @@ export class EventRegistry {
     assertCommitLimits(events.length, limits);
     assertDistinctEventIds(events.map((e) => e.eventId));
     const wire = events.length === 1 ? this.toValidWire(events[0]!) : { commit_version: COMMIT_VERSION, events: events.map((e) => this.toValidWire(e)) };
-    const bytes = Buffer.from(JSON.stringify(wire));
+    const bytes = Buffer.from(refusingProtoKeys(JSON.stringify(wire)));
     if (bytes.length > limits.bytesMax) throw new CommitTooLarge(events.length, bytes.length, limits);
     return bytes;
   }

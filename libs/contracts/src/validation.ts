@@ -36,12 +36,44 @@ export function validatePlain<T extends object>(dto: Constructor<T>, plain: unkn
 /** Parses JSON bytes and validates them. Malformed JSON is a field error on `$`. */
 export function decodeJson<T extends object>(dto: Constructor<T>, data: Uint8Array | string): Decoded<T> {
   let plain: unknown;
+  const text = typeof data === 'string' ? data : Buffer.from(data).toString('utf8');
   try {
-    plain = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
+    plain = JSON.parse(text);
   } catch (error) {
     return { ok: false, errors: [{ field: '$', message: `malformed JSON: ${(error as Error).message}` }] };
   }
+  const proto = protoKeyIn(text, plain);
+  if (proto) return { ok: false, errors: [{ field: proto, message: PROTO_KEY_MESSAGE }] };
   return validatePlain(dto, plain);
+}
+
+export const PROTO_KEY_MESSAGE = 'a key named __proto__ is not allowed';
+/** Bound on the values searched for a __proto__ key; past it the value is treated as having one. */
+const PROTO_SEARCH_VALUES_MAX = 100_000;
+
+/**
+ * The path of an own "__proto__" key in a parsed JSON value, if it has one. JSON.parse
+ * keeps such a key as a plain property, class-transformer drops it before validation, so
+ * it would pass unchecked into the application, where Object.assign would turn it into
+ * a prototype. `text` is the JSON it came from: without the quoted key in it, nothing is
+ * walked.
+ */
+/** protoKeyIn for JSON text that is not parsed yet: parsed only when the key appears in it. */
+export function protoKeyInJson(text: string): string | undefined {
+  return text.includes('"__proto__"') ? protoKeyIn(text, JSON.parse(text)) : undefined;
+}
+
+export function protoKeyIn(text: string, value: unknown): string | undefined {
+  if (!text.includes('"__proto__"')) return undefined;
+  const stack: { value: unknown; path: string }[] = [{ value, path: '$' }];
+  for (let seen = 0; stack.length > 0; seen++) {
+    if (seen >= PROTO_SEARCH_VALUES_MAX) return '$';
+    const { value: current, path } = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (!Array.isArray(current) && Object.prototype.hasOwnProperty.call(current, '__proto__')) return path === '$' ? '__proto__' : `${path.slice(2)}.__proto__`;
+    for (const [key, child] of Object.entries(current)) stack.push({ value: child, path: Array.isArray(current) ? `${path}[${key}]` : `${path}.${key}` });
+  }
+  return undefined;
 }
 
 export function describeFieldErrors(errors: readonly FieldError[]): string {

@@ -147,7 +147,7 @@ describe('envelope fast path', () => {
     [{ provider: 'p', model: 'm1' }, { provider: 'p', model: 'm1' }, { provider: 'p', model: 'm1' }], [{ provider: 'p', model: 'm1', weight: { n: 'x' } }],
     [{ provider: 'p', model: 'm1', weight: null }], '<instance>', [{ provider: 'p', model: 'm1', weight: '<instance>' }], [null], [[{ provider: 'p', model: 'm1' }]], ['a'], ['abcd'], ['a', 1], { provider: 'p', model: 'm1' }, [], '1',
   );
-  const payloadMutation = fc.tuple(fc.constantFrom(...Object.keys(chargedBase), ...Object.keys(nestedBase), ...Object.keys(routedBase), 'n', 'extra'), fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
+  const payloadMutation = fc.tuple(fc.constantFrom(...Object.keys(chargedBase), ...Object.keys(nestedBase), ...Object.keys(routedBase), 'n', 'extra', '__proto__'), fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
   /** An instance of an ordinary class with one own key, as a config DTO handed to an event would be. */
   class Weighted {
     n = 4;
@@ -182,7 +182,9 @@ describe('envelope fast path', () => {
         const payload = mutate(bases[type]!, mutations);
         const reference = validatePlain(PAYLOADS[type]!, payload, 'payload');
         const outcome = encodeOutcome(type, payload);
-        if (reference.ok) expect(outcome).toHaveProperty('bytes');
+        // class-transformer drops a "__proto__" key, so validatePlain passes it; the encoder refuses it (unless undefined, which JSON omits).
+        if (reference.ok && Object.prototype.hasOwnProperty.call(payload, '__proto__') && Object.getOwnPropertyDescriptor(payload, '__proto__')!.value !== undefined) expect(outcome).toEqual({ error: expect.stringContaining('payload.__proto__') });
+        else if (reference.ok) expect(outcome).toHaveProperty('bytes');
         else expect(outcome).toEqual({ error: `refusing to encode invalid ${type}: ${describeFieldErrors(reference.errors)}` });
       }),
       { numRuns: 3000 },
@@ -209,5 +211,16 @@ describe('envelope fast path', () => {
     expect(passesFast(Nested, nestedBase)).toBe(false);
     expect(validatePlain(Converted, { n: '5' }).ok).toBe(true);
     expect(passesFast(Converted, { n: 5 })).toBe(false);
+  });
+
+  it('a key named __proto__, at any depth, is refused on decode with its place and is never encoded', () => {
+    const json = JSON.stringify({ ...valid, type: 'Charged', payload: chargedBase }).replace('"meta":{"k":1}', '"meta":{"k":1,"__proto__":{"polluted":true}}');
+    expect(registry.decode(json)).toEqual({ ok: false, errors: [{ field: 'payload.meta.__proto__', message: 'a key named __proto__ is not allowed' }] });
+    const commit = JSON.stringify({ commit_version: 1, events: [JSON.parse(json), valid] });
+    expect(registry.decodeCommit(commit).ok).toBe(false);
+    // A string value "__proto__" is only text.
+    expect(registry.decode(JSON.stringify({ ...valid, payload: { by: 1, writer: '__proto__' } })).ok).toBe(true);
+    const meta = JSON.parse('{"k":1,"__proto__":{"polluted":true}}') as Record<string, unknown>;
+    expect(() => registry.encode({ eventId: 'e-1', type: 'Charged', aggregateId: 'agg', occurredAt: '2026-01-01T00:00:00Z', payload: { ...chargedBase, meta } })).toThrow('payload.meta.__proto__');
   });
 });
