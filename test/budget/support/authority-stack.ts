@@ -26,6 +26,7 @@ export class AuthorityStack {
   readonly processes: ServiceProcess[] = [];
   private client: JetStreamCommandClient | undefined;
   private nc: NatsConnection | undefined;
+  private connecting: Promise<JetStreamCommandClient> | undefined;
   private commandSeq = 0;
 
   private constructor(
@@ -62,11 +63,14 @@ export class AuthorityStack {
     return alive.url;
   }
 
-  async commands(): Promise<JetStreamCommandClient> {
-    if (this.client) return this.client;
-    this.nc = await connectNats({ url: sharedNatsUrl(), name: `orchestrator-test-${this.names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
-    this.client = await new JetStreamCommandClient(this.nc, { names: this.names, publishTimeoutMs: 10_000, cacheTimeoutMs: 5_000, cachePollMs: 50 }).start();
-    return this.client;
+  /** One client for the stack: concurrent first callers share its connection instead of each opening (and leaking) one. */
+  commands(): Promise<JetStreamCommandClient> {
+    this.connecting ??= (async () => {
+      this.nc = await connectNats({ url: sharedNatsUrl(), name: `orchestrator-test-${this.names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+      this.client = await new JetStreamCommandClient(this.nc, { names: this.names, publishTimeoutMs: 10_000, cacheTimeoutMs: 5_000, cachePollMs: 50 }).start();
+      return this.client;
+    })();
+    return this.connecting;
   }
 
   nextCommandId(label: string): string {
