@@ -2,6 +2,7 @@
 // bad field, so a caller (or the dead-letter stream) learns exactly what to fix.
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
+import { walkJson } from './json-walk.js';
 
 export interface FieldError {
   readonly field: string;
@@ -51,6 +52,11 @@ export const PROTO_KEY_MESSAGE = 'a key named __proto__ is not allowed';
 /** Bound on the values searched for a __proto__ key; past it the value is treated as having one. */
 const PROTO_SEARCH_VALUES_MAX = 100_000;
 
+/** protoKeyIn for JSON text that is not parsed yet: parsed only when the key appears in it. */
+export function protoKeyInJson(text: string): string | undefined {
+  return text.includes('"__proto__"') ? protoKeyIn(text, JSON.parse(text)) : undefined;
+}
+
 /**
  * The path of an own "__proto__" key in a parsed JSON value, if it has one. JSON.parse
  * keeps such a key as a plain property, class-transformer drops it before validation, so
@@ -58,22 +64,15 @@ const PROTO_SEARCH_VALUES_MAX = 100_000;
  * a prototype. `text` is the JSON it came from: without the quoted key in it, nothing is
  * walked.
  */
-/** protoKeyIn for JSON text that is not parsed yet: parsed only when the key appears in it. */
-export function protoKeyInJson(text: string): string | undefined {
-  return text.includes('"__proto__"') ? protoKeyIn(text, JSON.parse(text)) : undefined;
-}
-
 export function protoKeyIn(text: string, value: unknown): string | undefined {
   if (!text.includes('"__proto__"')) return undefined;
-  const stack: { value: unknown; path: string }[] = [{ value, path: '$' }];
-  for (let seen = 0; stack.length > 0; seen++) {
-    if (seen >= PROTO_SEARCH_VALUES_MAX) return '$';
-    const { value: current, path } = stack.pop()!;
-    if (current === null || typeof current !== 'object') continue;
-    if (!Array.isArray(current) && Object.prototype.hasOwnProperty.call(current, '__proto__')) return path === '$' ? '__proto__' : `${path.slice(2)}.__proto__`;
-    for (const [key, child] of Object.entries(current)) stack.push({ value: child, path: Array.isArray(current) ? `${path}[${key}]` : `${path}.${key}` });
-  }
-  return undefined;
+  let found: string | undefined;
+  const walked = walkJson(value, PROTO_SEARCH_VALUES_MAX, (node, path) => {
+    if (Array.isArray(node) || !Object.hasOwn(node, '__proto__')) return true;
+    found = path === '$' ? '__proto__' : `${path.slice(2)}.__proto__`;
+    return false;
+  });
+  return walked === 'too_large' ? '$' : found;
 }
 
 export function describeFieldErrors(errors: readonly FieldError[]): string {

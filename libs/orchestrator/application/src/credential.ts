@@ -1,12 +1,10 @@
 // The capability token is a bearer credential: whoever holds it can spend the budget it
 // grants. The ledger records only its fingerprint (ADR 0007); the token itself travels on
 // the work-queue message, which the stream deletes once the unit's delivery is acked.
-import { createHash } from 'node:crypto';
+import { tokenFingerprint } from '@tally/contracts';
 
-/** sha256 of the token, base64url without padding (43 characters). */
-export function tokenFingerprint(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('base64url');
-}
+/** sha256 of the token, base64url without padding (43 characters); one definition for the ledger and the dead letters. */
+export { tokenFingerprint };
 
 /**
  * The token a worker may present for `fingerprint`: the one that came with the delivery, if

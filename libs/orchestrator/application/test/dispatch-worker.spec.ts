@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { messagesOf } from '@tally/orchestrator-domain';
 import type { ProviderGateway } from '@tally/orchestrator-application';
-import { InMemoryBudget, workFixture, type WorkFixture } from './work.fixture.js';
+import { commitTypesAfter, countUnitReads, InMemoryBudget, workFixture, type WorkFixture } from './work.fixture.js';
 
 /** The real gateway, calling `then` shortly after the first streamed chunk of an attempt arrived. */
 function onFirstChunk(gateway: ProviderGateway, then: () => void): ProviderGateway {
@@ -62,22 +62,11 @@ describe('dispatch worker', () => {
     await f.submit('lean', { route: [{ provider: 'scripted', model: 'ok-model' }] });
     const subject = f.names.workEventSubject('lean');
     const before = (await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: subject }))!.seq;
-    let reads = 0;
-    const count = { callback: () => void reads++ };
-    const subs = [`$JS.API.DIRECT.GET.${f.names.workEventsStream}`, `$JS.API.DIRECT.GET.${f.names.workEventsStream}.>`, `$JS.API.STREAM.MSG.GET.${f.names.workEventsStream}`].map((s) => f.nc.subscribe(s, count));
-    await f.nc.flush();
+    const reads = await countUnitReads(f);
     // A long abort poll keeps the abort watch's own reads out of the count.
     expect(await f.worker({ options: { abortPollMs: 60_000 } }).process('lean')).toMatchObject({ kind: 'ended', status: 'completed', output: 'fine' });
-    await f.nc.flush();
-    for (const sub of subs) sub.unsubscribe();
-    expect(reads).toBe(1);
-    const commits: string[] = [];
-    for (let seq = before + 1; ; seq++) {
-      const msg = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq }).catch(() => null);
-      if (!msg) break;
-      if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
-    }
-    expect(commits).toEqual(['AttemptStarted', 'AttemptSettled', 'HoldSettled,WorkCompleted']);
+    expect(await reads.stop()).toBe(1);
+    expect(await commitTypesAfter(f, subject, before)).toEqual(['AttemptStarted', 'AttemptSettled', 'HoldSettled,WorkCompleted']);
   });
 
   it('with a budget that settles locally (unmetered), a successful dispatch is two commits after submission: the outcome, the hold settlement and the conclusion share one', async () => {
@@ -87,13 +76,7 @@ describe('dispatch worker', () => {
     const before = (await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: subject }))!.seq;
     const budget = Object.assign(new InMemoryBudget(), { settlesLocally: true });
     expect(await f.worker({ budget }).process('local')).toMatchObject({ kind: 'ended', status: 'completed', output: 'fine' });
-    const commits: string[] = [];
-    for (let seq = before + 1; ; seq++) {
-      const msg = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq }).catch(() => null);
-      if (!msg) break;
-      if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
-    }
-    expect(commits).toEqual(['AttemptStarted', 'AttemptSettled,HoldSettled,WorkCompleted']);
+    expect(await commitTypesAfter(f, subject, before)).toEqual(['AttemptStarted', 'AttemptSettled,HoldSettled,WorkCompleted']);
     expect((await f.units.receipt('local'))?.winning_attempt).toBe(0);
   });
 

@@ -2,7 +2,7 @@
 // re-sent submission returns the unit's sequence unchanged), which the API waits for so a
 // read after the answer sees the write (read-your-writes).
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { TOKEN, workFixture, type WorkFixture } from './work.fixture.js';
+import { countUnitReads, TOKEN, workFixture, type WorkFixture } from './work.fixture.js';
 
 const input = (workId: string) => ({ work_id: workId, session_id: 's', purpose: 'execute' as const, token: TOKEN, route: [{ provider: 'scripted', model: 'ok-model' }], messages: [{ role: 'user', content: 'hi' }] });
 
@@ -29,15 +29,10 @@ describe('work-unit commands return their sequence', () => {
   });
 
   it('a new submission appends without reading the unit first; a re-sent one with other content under the same id is still refused, inside the duplicate window too', async () => {
-    let reads = 0;
-    const count = { callback: () => void reads++ };
-    const subs = [`$JS.API.DIRECT.GET.${f.names.workEventsStream}`, `$JS.API.DIRECT.GET.${f.names.workEventsStream}.>`, `$JS.API.STREAM.MSG.GET.${f.names.workEventsStream}`].map((s) => f.nc.subscribe(s, count));
-    await f.nc.flush();
+    const reads = await countUnitReads(f);
     const first = await f.units.submit(input('fresh'));
-    await f.nc.flush();
     expect(first.ok).toBe(true);
-    expect(reads).toBe(0);
-    for (const sub of subs) sub.unsubscribe();
+    expect(await reads.stop()).toBe(0);
 
     // Same work id, other messages: the stream drops the commit as a duplicate, and the unit is read to refuse it.
     const changed = await f.units.submit({ ...input('fresh'), messages: [{ role: 'user', content: 'something else' }] });

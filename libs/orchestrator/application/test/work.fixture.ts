@@ -162,3 +162,31 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
   };
   return fixture;
 }
+
+/**
+ * Counts the reads of the work-events stream (direct gets and API gets) made on this NATS
+ * server until `stop` is called, as seen by subscribing to their request subjects.
+ */
+export async function countUnitReads(f: Pick<WorkFixture, 'nc' | 'names'>): Promise<{ stop(): Promise<number> }> {
+  let reads = 0;
+  const stream = f.names.workEventsStream;
+  const subs = [`$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, `$JS.API.STREAM.MSG.GET.${stream}`].map((s) => f.nc.subscribe(s, { callback: () => void reads++ }));
+  await f.nc.flush();
+  return {
+    async stop() {
+      await f.nc.flush();
+      for (const sub of subs) sub.unsubscribe();
+      return reads;
+    },
+  };
+}
+
+/** The event types of each commit on `subject` after stream sequence `after`, in order. */
+export async function commitTypesAfter(f: Pick<WorkFixture, 'jsm' | 'names'>, subject: string, after: number): Promise<string[]> {
+  const commits: string[] = [];
+  for (let seq = after + 1; ; seq++) {
+    const msg = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq }).catch(() => null);
+    if (!msg) return commits;
+    if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
+  }
+}

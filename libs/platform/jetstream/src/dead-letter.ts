@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
-import type { FieldError, TallyNames } from '@tally/contracts';
+import { tokenFingerprint, walkJson, type FieldError, type TallyNames } from '@tally/contracts';
 
 export interface DeadLetter {
   /** Which consumer or handler gave up: becomes the last subject token. */
@@ -43,15 +43,11 @@ const CREDENTIAL_KEYS = new Set(['token']);
 /** Bound on the values a redaction walks; a larger body that names a credential is withheld whole. */
 const REDACT_VALUES_MAX = 50_000;
 
-/** sha256, base64url: the fingerprint ADR 0007 records in place of a token, so the two can be matched. */
-function fingerprint(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('base64url');
-}
-
 /**
  * The message body as a dead letter may keep it: every credential value replaced by
- * `[redacted sha256:<fingerprint>]`. A body that cannot be parsed (or is too large to
- * walk) but names a credential key is withheld, leaving its size and digest.
+ * `[redacted sha256:<fingerprint>]` (the fingerprint ADR 0007 records in place of a token,
+ * so the two can be matched). A body that cannot be parsed (or is too large to walk) but
+ * names a credential key is withheld, leaving its size and digest.
  */
 export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array; readonly redacted: string[] } {
   const text = Buffer.from(data).toString('utf8');
@@ -63,21 +59,16 @@ export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array
     return withheld(data);
   }
   const redacted: string[] = [];
-  const stack: { value: unknown; path: string }[] = [{ value: parsed, path: '$' }];
-  for (let seen = 0; stack.length > 0; seen++) {
-    if (seen >= REDACT_VALUES_MAX) return withheld(data);
-    const { value, path } = stack.pop()!;
-    if (value === null || typeof value !== 'object') continue;
-    for (const [key, child] of Object.entries(value)) {
-      const childPath = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
-      if (CREDENTIAL_KEYS.has(key) && typeof child === 'string') {
-        (value as Record<string, unknown>)[key] = `[redacted sha256:${fingerprint(child)}]`;
-        redacted.push(childPath);
-      } else {
-        stack.push({ value: child, path: childPath });
-      }
+  const walked = walkJson(parsed, REDACT_VALUES_MAX, (node, path) => {
+    if (Array.isArray(node)) return;
+    for (const key of CREDENTIAL_KEYS) {
+      const value = Object.hasOwn(node, key) ? node[key] : undefined;
+      if (typeof value !== 'string') continue;
+      node[key] = `[redacted sha256:${tokenFingerprint(value)}]`;
+      redacted.push(`${path}.${key}`);
     }
-  }
+  });
+  if (walked === 'too_large') return withheld(data);
   return redacted.length === 0 ? { data, redacted } : { data: Buffer.from(JSON.stringify(parsed)), redacted: redacted.sort() };
 }
 
