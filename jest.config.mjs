@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 
 const paths = JSON.parse(readFileSync(new URL('./tsconfig.base.json', import.meta.url), 'utf8')).compilerOptions.paths;
 const aliasMapper = Object.fromEntries(
-  Object.entries(paths).map(([name, [target]]) => [`^${name.replace('/', '\\/')}$`, `<rootDir>/${target.replace(/^\.\//, '')}`]),
+  Object.entries(paths).map(([name, [target]]) => [
+    `^${name.replace('/', '\\/')}$`,
+    `<rootDir>/${target.replace(/^\.\//, '')}`,
+  ]),
 );
 
 const swc = [

@@ -13,7 +13,11 @@ class CountingStore implements EventStore {
   appends = 0;
   events = 0;
   constructor(private readonly inner: EventStore) {}
-  append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
+  append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
     this.appends++;
     this.events += events.length;
     return this.inner.append(subject, events, expectedSequence);
@@ -34,17 +38,27 @@ async function storeAppends(f: AuthorityFixture): Promise<void> {
   const chained: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const subject = f.names.budgetEventSubject(`store-${i}`);
-    const events = [0, 1, 2].map((n) => ({ eventId: `store-${i}-${n}`, type: 'CapabilityRevoked', aggregateId: `store-${i}`, occurredAt: new Date().toISOString(), payload: { capability_id: `store-${i}`, revoked_ids: [`store-${i}`], at_ms: n } }));
+    const events = [0, 1, 2].map((n) => ({
+      eventId: `store-${i}-${n}`,
+      type: 'CapabilityRevoked',
+      aggregateId: `store-${i}`,
+      occurredAt: new Date().toISOString(),
+      payload: { capability_id: `store-${i}`, revoked_ids: [`store-${i}`], at_ms: n },
+    }));
     let t0 = performance.now();
     const one = await f.store.append(subject, events, 0);
     commit.push(performance.now() - t0);
     t0 = performance.now();
     let expected = one.lastSequence;
-    for (const event of events) expected = (await f.store.append(subject, [{ ...event, eventId: `${event.eventId}-single` }], expected)).lastSequence;
+    for (const event of events)
+      expected = (await f.store.append(subject, [{ ...event, eventId: `${event.eventId}-single` }], expected))
+        .lastSequence;
     chained.push(performance.now() - t0);
   }
   for (const list of [commit, chained]) list.sort((a, b) => a - b);
-  console.log(`store: 3-event commit p50 ${percentile(commit, 50).toFixed(2)} ms p99 ${percentile(commit, 99).toFixed(2)} ms; 3 single appends p50 ${percentile(chained, 50).toFixed(2)} ms p99 ${percentile(chained, 99).toFixed(2)} ms`);
+  console.log(
+    `store: 3-event commit p50 ${percentile(commit, 50).toFixed(2)} ms p99 ${percentile(commit, 99).toFixed(2)} ms; 3 single appends p50 ${percentile(chained, 50).toFixed(2)} ms p99 ${percentile(chained, 99).toFixed(2)} ms`,
+  );
 }
 
 async function sequential(f: AuthorityFixture): Promise<void> {
@@ -60,7 +74,9 @@ async function sequential(f: AuthorityFixture): Promise<void> {
   }
   latencies.sort((a, b) => a - b);
   const perAdmit = (n: number) => (n / sequentialAdmits).toFixed(2);
-  console.log(`sequential: ${sequentialAdmits} admits, p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${percentile(latencies, 99).toFixed(2)} ms, appends/admit ${perAdmit(counting.appends)}, events/admit ${perAdmit(counting.events)}`);
+  console.log(
+    `sequential: ${sequentialAdmits} admits, p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${percentile(latencies, 99).toFixed(2)} ms, appends/admit ${perAdmit(counting.appends)}, events/admit ${perAdmit(counting.events)}`,
+  );
 }
 
 async function concurrent(f: AuthorityFixture): Promise<void> {
@@ -79,7 +95,9 @@ async function concurrent(f: AuthorityFixture): Promise<void> {
   const wallMs = performance.now() - started;
   latencies.sort((a, b) => a - b);
   const allowed = verdicts.filter((v) => v === 'allow').length;
-  console.log(`concurrent: ${concurrentAdmits} admits on one tree, two processes: wall ${(wallMs / 1000).toFixed(2)} s, ${(concurrentAdmits / (wallMs / 1000)).toFixed(0)} admits/s, allowed ${allowed}, p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms`);
+  console.log(
+    `concurrent: ${concurrentAdmits} admits on one tree, two processes: wall ${(wallMs / 1000).toFixed(2)} s, ${(concurrentAdmits / (wallMs / 1000)).toFixed(0)} admits/s, allowed ${allowed}, p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms`,
+  );
 }
 
 const f = await AuthorityFixture.start({ limits: { appendAttemptsMax: 1_000, queueWaitingMax: 100_000 } });

@@ -46,10 +46,25 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
     TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',
     LOG_LEVEL: 'warn',
   };
-  const processes = await Promise.all(Array.from({ length: replicas }, () => ServiceProcess.start({ service: 'budget-authority', env, readyTimeoutMs: 120_000 })));
-  const nc = await connectNats({ url: ctx.natsUrl, name: `bench-${namespace}`, connectTimeoutMs: 5_000, maxReconnectAttempts: 10, reconnectTimeWaitMs: 200 });
+  const processes = await Promise.all(
+    Array.from({ length: replicas }, () =>
+      ServiceProcess.start({ service: 'budget-authority', env, readyTimeoutMs: 120_000 }),
+    ),
+  );
+  const nc = await connectNats({
+    url: ctx.natsUrl,
+    name: `bench-${namespace}`,
+    connectTimeoutMs: 5_000,
+    maxReconnectAttempts: 10,
+    reconnectTimeWaitMs: 200,
+  });
   const names = tallyNames(namespace);
-  const client = await new JetStreamCommandClient(nc, { names, publishTimeoutMs: 10_000, cacheTimeoutMs: 5_000, cachePollMs: 50 }).start();
+  const client = await new JetStreamCommandClient(nc, {
+    names,
+    publishTimeoutMs: 10_000,
+    cacheTimeoutMs: 5_000,
+    cachePollMs: 50,
+  }).start();
   return {
     names,
     processes,
@@ -71,7 +86,11 @@ async function issueTrees(fleet: Fleet, count: number): Promise<string[]> {
   for (let i = 0; i < count; i += 16) {
     const batch = Array.from({ length: Math.min(16, count - i) }, async () => {
       const subject_public_key = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
-      const res = await fetch(`${fleet.processes[0]!.url}/v1/capabilities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subject_public_key, ttl_seconds: 86_400, grants: [grant] }) });
+      const res = await fetch(`${fleet.processes[0]!.url}/v1/capabilities`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ subject_public_key, ttl_seconds: 86_400, grants: [grant] }),
+      });
       if (res.status !== 201) throw new Error(`issue -> ${res.status} ${await res.text()}`);
       return ((await res.json()) as { token: string }).token;
     });
@@ -83,10 +102,23 @@ async function issueTrees(fleet: Fleet, count: number): Promise<string[]> {
 /** One Admit+Settle pair; returns the Admit latency in ms. */
 async function pair(fleet: Fleet, token: string, id: string): Promise<number> {
   const started = performance.now();
-  const admit = await fleet.client.send<Json>('budget', 'admit', `a-${id}`, { request_id: id, token, server_id: 'cost-srv', tool_name: 'compute', requested_cost: 10, parameters: {} }, SEND);
+  const admit = await fleet.client.send<Json>(
+    'budget',
+    'admit',
+    `a-${id}`,
+    { request_id: id, token, server_id: 'cost-srv', tool_name: 'compute', requested_cost: 10, parameters: {} },
+    SEND,
+  );
   const admitMs = performance.now() - started;
-  if (!admit.ok || admit.value['verdict'] !== 'allow') throw new Error(`admit ${id} was not allowed: ${JSON.stringify(admit)}`);
-  const settle = await fleet.client.send<Json>('budget', 'settle', `s-${id}`, { hold_id: admit.value['hold_id'], outcome: { kind: 'completed', cost_units: 5, currency: 'USD' } }, SEND);
+  if (!admit.ok || admit.value['verdict'] !== 'allow')
+    throw new Error(`admit ${id} was not allowed: ${JSON.stringify(admit)}`);
+  const settle = await fleet.client.send<Json>(
+    'budget',
+    'settle',
+    `s-${id}`,
+    { hold_id: admit.value['hold_id'], outcome: { kind: 'completed', cost_units: 5, currency: 'USD' } },
+    SEND,
+  );
   if (!settle.ok) throw new Error(`settle ${id} failed: ${JSON.stringify(settle.error)}`);
   return admitMs;
 }
@@ -111,7 +143,11 @@ interface Closed {
 /** Events in the commits (from, to]: each commit's Tally-Commit-Events header, 1 when absent. Reads headers only. */
 async function eventsIn(fleet: Fleet, from: number, to: number): Promise<number> {
   if (to <= from) return 0;
-  const consumer = await jetstream(fleet.nc).consumers.get(fleet.names.budgetEventsStream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1, headers_only: true });
+  const consumer = await jetstream(fleet.nc).consumers.get(fleet.names.budgetEventsStream, {
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: from + 1,
+    headers_only: true,
+  });
   const messages = await consumer.consume({ max_messages: 1024 });
   let events = 0;
   try {
@@ -132,17 +168,31 @@ async function closedLoop(fleet: Fleet, tokens: string[], pairs: number, label: 
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CALLERS }, async () => {
-      for (let i = next++; i < pairs; i = next++) admitMs.push(await pair(fleet, tokens[i % tokens.length]!, `${label}-${i}`));
+      for (let i = next++; i < pairs; i = next++)
+        admitMs.push(await pair(fleet, tokens[i % tokens.length]!, `${label}-${i}`));
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   const after = await lastSequence(fleet);
   const events = after - before;
   const domainEvents = await eventsIn(fleet, before, after);
-  return { pairsPerSecond: pairs / seconds, eventsPerPair: events / pairs, eventsPerSecond: events / seconds, domainEventsPerSecond: domainEvents / seconds, domainEventsPerPair: domainEvents / pairs, admitMs: admitMs.sort((a, b) => a - b) };
+  return {
+    pairsPerSecond: pairs / seconds,
+    eventsPerPair: events / pairs,
+    eventsPerSecond: events / seconds,
+    domainEventsPerSecond: domainEvents / seconds,
+    domainEventsPerPair: domainEvents / pairs,
+    admitMs: admitMs.sort((a, b) => a - b),
+  };
 }
 
-async function openLoop(fleet: Fleet, tokens: string[], ratePerSec: number, windowMs: number, label: string): Promise<number[]> {
+async function openLoop(
+  fleet: Fleet,
+  tokens: string[],
+  ratePerSec: number,
+  windowMs: number,
+  label: string,
+): Promise<number[]> {
   const intervalMs = 1000 / ratePerSec;
   const samples: Promise<number>[] = [];
   const start = performance.now();
@@ -164,19 +214,64 @@ async function measureCase(ctx: BenchContext, replicas: number, trees: number): 
     const pairs = Math.max(200, Math.round(3_000 * ctx.scale));
     const closed = await closedLoop(fleet, tokens, pairs, 'run');
     const rows: BenchRow[] = [
-      { suite: SUITE, case: name, metric: 'calls/s', value: closed.pairsPerSecond, note: `${pairs} Admit+Settle pairs, ${CALLERS} callers` },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'calls/s',
+        value: closed.pairsPerSecond,
+        note: `${pairs} Admit+Settle pairs, ${CALLERS} callers`,
+      },
       { suite: SUITE, case: name, metric: 'admit p50 ms', value: percentile(closed.admitMs, 50) },
-      { suite: SUITE, case: name, metric: 'admit p99 ms', value: percentile(closed.admitMs, 99), note: 'closed loop (saturated)' },
-      { suite: SUITE, case: name, metric: 'appends/call', value: closed.eventsPerPair, note: 'stream messages (OCC commits, each may carry several events) per Admit+Settle pair' },
-      { suite: SUITE, case: name, metric: 'events/call', value: closed.domainEventsPerPair, note: 'domain events per Admit+Settle pair' },
-      { suite: SUITE, case: name, metric: 'events/s', value: closed.domainEventsPerSecond, baselineCase: RAW_OCC_CASE, baselineMetric: 'ops/s', note: "events appended/s; ratio = the issue's append efficiency (target ≥ 0.6 across 1,000 trees)" },
-      { suite: SUITE, case: name, metric: 'ops/s', value: closed.eventsPerSecond, baselineCase: RAW_OCC_CASE, note: 'commits (stream messages) appended/s: the stricter reading of the same ratio' },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'admit p99 ms',
+        value: percentile(closed.admitMs, 99),
+        note: 'closed loop (saturated)',
+      },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'appends/call',
+        value: closed.eventsPerPair,
+        note: 'stream messages (OCC commits, each may carry several events) per Admit+Settle pair',
+      },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'events/call',
+        value: closed.domainEventsPerPair,
+        note: 'domain events per Admit+Settle pair',
+      },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'events/s',
+        value: closed.domainEventsPerSecond,
+        baselineCase: RAW_OCC_CASE,
+        baselineMetric: 'ops/s',
+        note: "events appended/s; ratio = the issue's append efficiency (target ≥ 0.6 across 1,000 trees)",
+      },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'ops/s',
+        value: closed.eventsPerSecond,
+        baselineCase: RAW_OCC_CASE,
+        note: 'commits (stream messages) appended/s: the stricter reading of the same ratio',
+      },
     ];
     const rate = closed.pairsPerSecond / 2;
     const windowMs = Math.max(1_000, Math.round(5_000 * Math.min(1, ctx.scale)));
     const half = await openLoop(fleet, tokens, rate, windowMs, 'half');
     rows.push(
-      { suite: SUITE, case: name, metric: 'admit p50 ms @half', value: percentile(half, 50), note: `${Math.round(rate)} pairs/s open loop` },
+      {
+        suite: SUITE,
+        case: name,
+        metric: 'admit p50 ms @half',
+        value: percentile(half, 50),
+        note: `${Math.round(rate)} pairs/s open loop`,
+      },
       { suite: SUITE, case: name, metric: 'admit p99 ms @half', value: percentile(half, 99), note: 'target ≤ 10 ms' },
     );
     return rows;
@@ -190,7 +285,8 @@ export const authoritySuite: BenchSuite = {
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     const trees = Math.max(10, Math.round(1_000 * Math.min(1, ctx.scale)));
-    for (const replicas of [1, 2]) for (const treeCount of [1, trees]) rows.push(...(await measureCase(ctx, replicas, treeCount)));
+    for (const replicas of [1, 2])
+      for (const treeCount of [1, trees]) rows.push(...(await measureCase(ctx, replicas, treeCount)));
     return rows;
   },
 };

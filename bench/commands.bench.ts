@@ -82,7 +82,14 @@ async function openLoop(op: Op, ratePerSec: number, windowMs: number): Promise<n
 function latencyRows(name: string, sorted: number[], baselineCase: string | undefined, note?: string): BenchRow[] {
   const base = baselineCase === undefined ? {} : { baselineCase };
   return [
-    { suite: SUITE, case: name, metric: 'p50 ms', value: percentile(sorted, 50), ...base, note: note ?? `n=${sorted.length}` },
+    {
+      suite: SUITE,
+      case: name,
+      metric: 'p50 ms',
+      value: percentile(sorted, 50),
+      ...base,
+      note: note ?? `n=${sorted.length}`,
+    },
     { suite: SUITE, case: name, metric: 'p99 ms', value: percentile(sorted, 99), ...base },
   ];
 }
@@ -116,7 +123,12 @@ async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
   const rows: BenchRow[] = [
     ...latencyRows('raw publish sequential (commands)', rawSeq, undefined, 'one PubAck'),
     ...latencyRows('ping command sequential', pingSeq, 'raw publish sequential (commands)'),
-    ...latencyRows('append command sequential', appendSeq, 'raw publish sequential (commands)', 'handler appends one event (OCC)'),
+    ...latencyRows(
+      'append command sequential',
+      appendSeq,
+      'raw publish sequential (commands)',
+      'handler appends one event (OCC)',
+    ),
   ];
 
   const windowMs = Math.max(500, Math.round(SATURATION_WINDOW_MS * Math.min(1, ctx.scale)));
@@ -127,9 +139,20 @@ async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
   const rawHalf = await openLoop(raw, rate, openWindowMs);
   const pingHalf = await openLoop(ping, rate, openWindowMs);
   rows.push(
-    { suite: SUITE, case: 'ping command saturation', metric: 'ops/s', value: saturated, note: `${SATURATION_CALLERS} callers, closed loop` },
+    {
+      suite: SUITE,
+      case: 'ping command saturation',
+      metric: 'ops/s',
+      value: saturated,
+      note: `${SATURATION_CALLERS} callers, closed loop`,
+    },
     ...latencyRows('raw publish at the same rate', rawHalf, undefined, `${Math.round(rate)}/s open loop`),
-    ...latencyRows('ping command at half saturation', pingHalf, 'raw publish at the same rate', `${Math.round(rate)}/s open loop; target p99 ≤ 10 ms`),
+    ...latencyRows(
+      'ping command at half saturation',
+      pingHalf,
+      'raw publish at the same rate',
+      `${Math.round(rate)}/s open loop; target p99 ≤ 10 ms`,
+    ),
   );
   return rows;
 }

@@ -55,11 +55,18 @@ async function interleaved(count: number, ops: readonly ((i: number) => Promise<
       latencies[k]!.push(performance.now() - t);
     }
   }
-  return latencies.map((l) => ({ opsPerSecond: count / (l.reduce((a, b) => a + b, 0) / 1000), latenciesMs: l.sort((a, b) => a - b) }));
+  return latencies.map((l) => ({
+    opsPerSecond: count / (l.reduce((a, b) => a + b, 0) / 1000),
+    latenciesMs: l.sort((a, b) => a - b),
+  }));
 }
 
 /** Runs `laneCount` independent sequential loops at once, `perLane` operations each; returns ops/s. */
-async function lanes(laneCount: number, perLane: number, op: (lane: number, i: number) => Promise<unknown>): Promise<number> {
+async function lanes(
+  laneCount: number,
+  perLane: number,
+  op: (lane: number, i: number) => Promise<unknown>,
+): Promise<number> {
   const started = performance.now();
   await Promise.all(
     Array.from({ length: laneCount }, async (_, lane) => {
@@ -91,7 +98,12 @@ function seqRows(name: string, timed: Timed, baselineCase: string | undefined, n
 function rawOccPublish(js: JetStreamClient, subject: string, data: Uint8Array, msgID: string, expected: number) {
   const hdrs = natsHeaders();
   hdrs.set(Headers.eventType, 'BenchCharged');
-  return js.publish(subject, data, { msgID, expect: { lastSubjectSequence: expected }, headers: hdrs, timeout: 10_000 });
+  return js.publish(subject, data, {
+    msgID,
+    expect: { lastSubjectSequence: expected },
+    headers: hdrs,
+    timeout: 10_000,
+  });
 }
 
 async function replayRaw(js: JetStreamClient, stream: string, subject: string, count: number): Promise<number> {
@@ -110,12 +122,21 @@ async function replayRaw(js: JetStreamClient, stream: string, subject: string, c
 export const jetstreamSuite: BenchSuite = {
   name: SUITE,
   async run(ctx: BenchContext): Promise<BenchRow[]> {
-    const nc = await connectNats({ url: ctx.natsUrl, name: 'bench-jetstream', connectTimeoutMs: 5000, maxReconnectAttempts: 10, reconnectTimeWaitMs: 200 });
+    const nc = await connectNats({
+      url: ctx.natsUrl,
+      name: 'bench-jetstream',
+      connectTimeoutMs: 5000,
+      maxReconnectAttempts: 10,
+      reconnectTimeWaitMs: 200,
+    });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     const names = tallyNames(`bench${Date.now().toString(36)}`);
     try {
-      await ensureStream(jsm, testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 1024 * 1024 * 1024, false));
+      await ensureStream(
+        jsm,
+        testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 1024 * 1024 * 1024, false),
+      );
       return await measure(ctx, js, jsm, names);
     } finally {
       await jsm.streams.delete(names.workEventsStream).catch(() => undefined);
@@ -127,7 +148,13 @@ export const jetstreamSuite: BenchSuite = {
 type Jsm = Awaited<ReturnType<typeof jetstreamManager>>;
 
 async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: TallyNames): Promise<BenchRow[]> {
-  const storeOptions = { stream: names.workEventsStream, registry, publishTimeoutMs: 10_000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 };
+  const storeOptions = {
+    stream: names.workEventsStream,
+    registry,
+    publishTimeoutMs: 10_000,
+    loadEventsMax: 1_000_000,
+    loadIdleTimeoutMs: 5000,
+  };
   const store = new JetStreamEventStore(js, jsm, storeOptions);
   const seqCount = Math.max(50, Math.round(2000 * ctx.scale));
   const perLane = Math.max(4, Math.round(8 * ctx.scale));
@@ -144,7 +171,9 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
     async (i) => (warm = (await store.append(subject('warm-store'), [benchEvent('warm-store', i)], warm)).lastSequence),
   ]);
 
-  ctx.log(`jetstream: sequential, ${seqCount} each of raw publish, raw OCC publish (bare and with encode) and store append, interleaved`);
+  ctx.log(
+    `jetstream: sequential, ${seqCount} each of raw publish, raw OCC publish (bare and with encode) and store append, interleaved`,
+  );
   let rawLast = 0;
   let encodedLast = 0;
   let storeLast = 0;
@@ -152,32 +181,73 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
     (i) => js.publish(subject('raw-plain'), payload, { msgID: `plain-${i}`, timeout: 10_000 }),
     async (i) => (rawLast = (await rawOccPublish(js, subject('raw-occ'), payload, `occ-${i}`, rawLast)).seq),
     // Diagnostic: the raw twin plus the registry's encode, to show what the rest of the store costs.
-    async (i) => (encodedLast = (await rawOccPublish(js, subject('raw-enc'), registry.encode(benchEvent('raw-enc', i)), `enc-${i}`, encodedLast)).seq),
-    async (i) => (storeLast = (await store.append(subject('store-seq'), [benchEvent('store-seq', i)], storeLast)).lastSequence),
+    async (i) =>
+      (encodedLast = (
+        await rawOccPublish(js, subject('raw-enc'), registry.encode(benchEvent('raw-enc', i)), `enc-${i}`, encodedLast)
+      ).seq),
+    async (i) =>
+      (storeLast = (await store.append(subject('store-seq'), [benchEvent('store-seq', i)], storeLast)).lastSequence),
   ]);
   rows.push(...seqRows('raw publish sequential', rawSeq!, undefined, 'await each ack'));
-  rows.push(...seqRows('raw OCC publish sequential', rawOcc!, 'raw publish sequential', 'msg id + expected last subject seq'));
-  rows.push(...seqRows('raw OCC + registry.encode sequential', rawEncoded!, 'raw OCC publish sequential', 'diagnostic: encode cost alone'));
+  rows.push(
+    ...seqRows('raw OCC publish sequential', rawOcc!, 'raw publish sequential', 'msg id + expected last subject seq'),
+  );
+  rows.push(
+    ...seqRows(
+      'raw OCC + registry.encode sequential',
+      rawEncoded!,
+      'raw OCC publish sequential',
+      'diagnostic: encode cost alone',
+    ),
+  );
   rows.push(...seqRows('store append sequential', storeSeq!, 'raw OCC publish sequential', 'encode + validate + OCC'));
 
   ctx.log(`jetstream: pipelined, ${rounds} alternating rounds of ${IN_FLIGHT * perLane} each`);
   const rawByLane = new Array<number>(SUBJECTS).fill(0);
   const storeByLane = new Array<number>(SUBJECTS).fill(0);
   const [rawWindow, rawOccPipe, storePipe] = await alternating(rounds, [
-    (round) => lanes(IN_FLIGHT, perLane, (lane, i) => js.publish(subject('raw-window'), payload, { msgID: `window-${round}-${lane}-${i}`, timeout: 10_000 })),
+    (round) =>
+      lanes(IN_FLIGHT, perLane, (lane, i) =>
+        js.publish(subject('raw-window'), payload, { msgID: `window-${round}-${lane}-${i}`, timeout: 10_000 }),
+      ),
     (round) =>
       lanes(SUBJECTS, perLane, async (lane, i) => {
-        rawByLane[lane] = (await rawOccPublish(js, subject(`raw-occ-${lane}`), payload, `occp-${round}-${lane}-${i}`, rawByLane[lane]!)).seq;
+        rawByLane[lane] = (
+          await rawOccPublish(js, subject(`raw-occ-${lane}`), payload, `occp-${round}-${lane}-${i}`, rawByLane[lane]!)
+        ).seq;
       }),
     (round) =>
       lanes(SUBJECTS, perLane, async (lane, i) => {
         const agg = `store-p${lane}`;
-        storeByLane[lane] = (await store.append(subject(agg), [benchEvent(agg, round * perLane + i)], storeByLane[lane]!)).lastSequence;
+        storeByLane[lane] = (
+          await store.append(subject(agg), [benchEvent(agg, round * perLane + i)], storeByLane[lane]!)
+        ).lastSequence;
       }),
   ]);
-  rows.push({ suite: SUITE, case: `raw publish ${IN_FLIGHT} in flight`, metric: 'ops/s', value: rawWindow!, baselineCase: 'raw publish sequential', note: `median of ${rounds}` });
-  rows.push({ suite: SUITE, case: `raw OCC pipelined ${SUBJECTS} subjects`, metric: 'ops/s', value: rawOccPipe!, baselineCase: `raw publish ${IN_FLIGHT} in flight`, note: 'one in flight per subject' });
-  rows.push({ suite: SUITE, case: `store append pipelined ${SUBJECTS} aggregates`, metric: 'ops/s', value: storePipe!, baselineCase: `raw OCC pipelined ${SUBJECTS} subjects`, note: 'one in flight per aggregate' });
+  rows.push({
+    suite: SUITE,
+    case: `raw publish ${IN_FLIGHT} in flight`,
+    metric: 'ops/s',
+    value: rawWindow!,
+    baselineCase: 'raw publish sequential',
+    note: `median of ${rounds}`,
+  });
+  rows.push({
+    suite: SUITE,
+    case: `raw OCC pipelined ${SUBJECTS} subjects`,
+    metric: 'ops/s',
+    value: rawOccPipe!,
+    baselineCase: `raw publish ${IN_FLIGHT} in flight`,
+    note: 'one in flight per subject',
+  });
+  rows.push({
+    suite: SUITE,
+    case: `store append pipelined ${SUBJECTS} aggregates`,
+    metric: 'ops/s',
+    value: storePipe!,
+    baselineCase: `raw OCC pipelined ${SUBJECTS} subjects`,
+    note: 'one in flight per aggregate',
+  });
 
   ctx.log(`jetstream: replay of ${seqCount} events, ${rounds} alternating rounds`);
   const [rawReplay, storeLoad] = await alternating(rounds, [
@@ -185,12 +255,26 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
     async () => {
       const started = performance.now();
       const loaded = await store.load(subject('store-seq'));
-      if (loaded.events.length !== seqCount) throw new Error(`store load returned ${loaded.events.length} events, expected ${seqCount}`);
+      if (loaded.events.length !== seqCount)
+        throw new Error(`store load returned ${loaded.events.length} events, expected ${seqCount}`);
       return seqCount / ((performance.now() - started) / 1000);
     },
   ]);
-  rows.push({ suite: SUITE, case: 'raw ordered-consumer replay', metric: 'events/s', value: rawReplay!, note: 'JSON.parse only' });
-  rows.push({ suite: SUITE, case: 'store load', metric: 'events/s', value: storeLoad!, baselineCase: 'raw ordered-consumer replay', note: 'decode + validate + upcast' });
+  rows.push({
+    suite: SUITE,
+    case: 'raw ordered-consumer replay',
+    metric: 'events/s',
+    value: rawReplay!,
+    note: 'JSON.parse only',
+  });
+  rows.push({
+    suite: SUITE,
+    case: 'store load',
+    metric: 'events/s',
+    value: storeLoad!,
+    baselineCase: 'raw ordered-consumer replay',
+    note: 'decode + validate + upcast',
+  });
 
   rows.push(...(await smallLoads(ctx, js, jsm, storeOptions, subject('catchup'))));
   return rows;
@@ -201,24 +285,53 @@ async function measure(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, names: 
  * only needs the events after it, so small catch-ups dominate: the default store
  * (direct gets for a gap of at most DIRECT_READ_EVENTS_MAX) against the ordered consumer.
  */
-async function smallLoads(ctx: BenchContext, js: JetStreamClient, jsm: Jsm, storeOptions: ConstructorParameters<typeof JetStreamEventStore>[2], subject: string): Promise<BenchRow[]> {
+async function smallLoads(
+  ctx: BenchContext,
+  js: JetStreamClient,
+  jsm: Jsm,
+  storeOptions: ConstructorParameters<typeof JetStreamEventStore>[2],
+  subject: string,
+): Promise<BenchRow[]> {
   const direct = new JetStreamEventStore(js, jsm, storeOptions);
   const ordered = new JetStreamEventStore(js, jsm, { ...storeOptions, directReadEventsMax: 0 });
   const sequences: number[] = [];
-  for (let i = 0; i < 8; i++) sequences.push((await direct.append(subject, [benchEvent('catchup', i)], sequences.at(-1) ?? 0)).lastSequence);
+  for (let i = 0; i < 8; i++)
+    sequences.push((await direct.append(subject, [benchEvent('catchup', i)], sequences.at(-1) ?? 0)).lastSequence);
   const count = Math.max(20, Math.round(150 * ctx.scale));
   const rows: BenchRow[] = [];
   for (const events of [1, DIRECT_READ_EVENTS_MAX]) {
     ctx.log(`jetstream: ${count} catch-up loads of ${events} event(s), direct get and ordered consumer interleaved`);
     const after = sequences[sequences.length - 1 - events]!;
-    const [viaDirect, viaOrdered] = await interleaved(count, [() => direct.load(subject, after), () => ordered.load(subject, after)]);
+    const [viaDirect, viaOrdered] = await interleaved(count, [
+      () => direct.load(subject, after),
+      () => ordered.load(subject, after),
+    ]);
     const orderedCase = `store load catch-up ${events}, ordered consumer`;
     const directCase = `store load catch-up ${events}, direct get`;
     rows.push(
-      { suite: SUITE, case: orderedCase, metric: 'p50 ms', value: percentile(viaOrdered!.latenciesMs, 50), note: 'directReadEventsMax: 0' },
+      {
+        suite: SUITE,
+        case: orderedCase,
+        metric: 'p50 ms',
+        value: percentile(viaOrdered!.latenciesMs, 50),
+        note: 'directReadEventsMax: 0',
+      },
       { suite: SUITE, case: orderedCase, metric: 'p99 ms', value: percentile(viaOrdered!.latenciesMs, 99) },
-      { suite: SUITE, case: directCase, metric: 'p50 ms', value: percentile(viaDirect!.latenciesMs, 50), baselineCase: orderedCase, note: `default (first ${DIRECT_READ_EVENTS_MAX} messages by direct get)` },
-      { suite: SUITE, case: directCase, metric: 'p99 ms', value: percentile(viaDirect!.latenciesMs, 99), baselineCase: orderedCase },
+      {
+        suite: SUITE,
+        case: directCase,
+        metric: 'p50 ms',
+        value: percentile(viaDirect!.latenciesMs, 50),
+        baselineCase: orderedCase,
+        note: `default (first ${DIRECT_READ_EVENTS_MAX} messages by direct get)`,
+      },
+      {
+        suite: SUITE,
+        case: directCase,
+        metric: 'p99 ms',
+        value: percentile(viaDirect!.latenciesMs, 99),
+        baselineCase: orderedCase,
+      },
     );
   }
   return rows;

@@ -44,17 +44,55 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
   const dir = mkdtempSync(join(tmpdir(), `tally-bench-${prefix}-`));
   const provider = await ScriptedProvider.start();
   const config = join(dir, 'config.json');
-  writeFileSync(config, JSON.stringify({ providers: [{ name: 'scripted', kind: 'openai', base_url: provider.url, api_key_env: 'SCRIPTED_API_KEY', models: { 'bench-model': PRICE } }] }));
-  const base = { NATS_URL: ctx.natsUrl, TALLY_NAMESPACE: ns, TALLY__STREAMS__MAX_BYTES: String(256 * 1024 * 1024), LOG_LEVEL: 'warn' };
-  const db = (name: string): Record<string, string> => ({ DATABASE_URL: '', TALLY_SQLITE_PATH: join(dir, `${name}.sqlite`) });
+  writeFileSync(
+    config,
+    JSON.stringify({
+      providers: [
+        {
+          name: 'scripted',
+          kind: 'openai',
+          base_url: provider.url,
+          api_key_env: 'SCRIPTED_API_KEY',
+          models: { 'bench-model': PRICE },
+        },
+      ],
+    }),
+  );
+  const base = {
+    NATS_URL: ctx.natsUrl,
+    TALLY_NAMESPACE: ns,
+    TALLY__STREAMS__MAX_BYTES: String(256 * 1024 * 1024),
+    LOG_LEVEL: 'warn',
+  };
+  const db = (name: string): Record<string, string> => ({
+    DATABASE_URL: '',
+    TALLY_SQLITE_PATH: join(dir, `${name}.sqlite`),
+  });
   const processes: ServiceProcess[] = [];
   let token = 'unmetered-bench';
   if (metered) {
-    const authority = await ServiceProcess.start({ service: 'budget-authority', readyTimeoutMs: 120_000, env: { ...base, ...db('authority'), TALLY_SIGNING_KEY: randomBytes(32).toString('base64url') } });
+    const authority = await ServiceProcess.start({
+      service: 'budget-authority',
+      readyTimeoutMs: 120_000,
+      env: { ...base, ...db('authority'), TALLY_SIGNING_KEY: randomBytes(32).toString('base64url') },
+    });
     processes.push(authority);
     const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
-    const grants = [{ server_id: 'scripted', tool_name: 'bench-model', max_invocations: 1_000_000_000, max_cost_per_invocation: 1_000_000, max_total_cost_units: '1000000000000', currency: 'USD' }];
-    const res = await fetch(`${authority.url}/v1/capabilities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ subject_public_key: subject, ttl_seconds: 86_400, grants }) });
+    const grants = [
+      {
+        server_id: 'scripted',
+        tool_name: 'bench-model',
+        max_invocations: 1_000_000_000,
+        max_cost_per_invocation: 1_000_000,
+        max_total_cost_units: '1000000000000',
+        currency: 'USD',
+      },
+    ];
+    const res = await fetch(`${authority.url}/v1/capabilities`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ subject_public_key: subject, ttl_seconds: 86_400, grants }),
+    });
     if (res.status !== 201) throw new Error(`capability issue failed: ${res.status} ${await res.text()}`);
     token = ((await res.json()) as { token: string }).token;
   }
@@ -103,7 +141,11 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
       return at !== undefined ? Promise.resolve(at) : new Promise((resolve) => waiters.set(id, resolve));
     },
     async startOrchestrator(env = {}) {
-      const svc = await ServiceProcess.start({ service: 'agent-orchestrator', readyTimeoutMs: 120_000, env: { ...orchestratorEnv, ...env } });
+      const svc = await ServiceProcess.start({
+        service: 'agent-orchestrator',
+        readyTimeoutMs: 120_000,
+        env: { ...orchestratorEnv, ...env },
+      });
       processes.push(svc);
       return svc;
     },
@@ -119,18 +161,38 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
 
 let seq = 0;
 function work(token: string): Record<string, unknown> {
-  return { work_id: `b${Date.now().toString(36)}${(seq++).toString(36)}`, purpose: 'execute', token, route: [{ provider: 'scripted', model: 'bench-model' }], messages: [{ role: 'user', content: 'hi' }], limits: { max_tokens: 16, timeout_ms: 60_000, max_retries: 0 } };
+  return {
+    work_id: `b${Date.now().toString(36)}${(seq++).toString(36)}`,
+    purpose: 'execute',
+    token,
+    route: [{ provider: 'scripted', model: 'bench-model' }],
+    messages: [{ role: 'user', content: 'hi' }],
+    limits: { max_tokens: 16, timeout_ms: 60_000, max_retries: 0 },
+  };
 }
 
 async function post(url: string, body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${url}/v1/work`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v1/work`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (res.status !== 202) throw new Error(`submit failed: ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
 }
 
 async function directCall(provider: ScriptedProvider): Promise<number> {
   const started = performance.now();
-  const res = await fetch(`${provider.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer bench-key' }, body: JSON.stringify({ model: 'bench-model', stream: true, messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 }) });
+  const res = await fetch(`${provider.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer bench-key' },
+    body: JSON.stringify({
+      model: 'bench-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 16,
+    }),
+  });
   await res.text();
   return performance.now() - started;
 }
@@ -152,7 +214,8 @@ async function overhead(ctx: BenchContext, metered: boolean): Promise<BenchRow[]
       const d = await directCall(s.provider);
       if (i >= warmup) {
         const queuedAt = s.queuedAt(body['work_id'] as string);
-        if (queuedAt === undefined) throw new Error(`the work-queue message of ${String(body['work_id'])} was not seen`);
+        if (queuedAt === undefined)
+          throw new Error(`the work-queue message of ${String(body['work_id'])} was not seen`);
         endToEnd.push(ended - started);
         fromQueue.push(ended - queuedAt);
         direct.push(d);
@@ -164,12 +227,34 @@ async function overhead(ctx: BenchContext, metered: boolean): Promise<BenchRow[]
     direct.sort((a, b) => a - b);
     const note = `${units} units one at a time; submit → WorkCompleted minus a direct call`;
     const rows: BenchRow[] = [
-      { suite: SUITE, case: `orchestrator-added latency (${mode})`, metric: 'p50 ms', value: percentile(added, 50), note },
-      { suite: SUITE, case: `orchestrator-added latency (${mode})`, metric: 'p99 ms', value: percentile(added, 99), note: `target <= ${metered ? 15 : 5} ms` },
-      { suite: SUITE, case: `dispatch-path latency (${mode})`, metric: 'p50 ms', value: percentile(dispatchAdded, 50), note: 'queued → WorkCompleted minus a direct call' },
+      {
+        suite: SUITE,
+        case: `orchestrator-added latency (${mode})`,
+        metric: 'p50 ms',
+        value: percentile(added, 50),
+        note,
+      },
+      {
+        suite: SUITE,
+        case: `orchestrator-added latency (${mode})`,
+        metric: 'p99 ms',
+        value: percentile(added, 99),
+        note: `target <= ${metered ? 15 : 5} ms`,
+      },
+      {
+        suite: SUITE,
+        case: `dispatch-path latency (${mode})`,
+        metric: 'p50 ms',
+        value: percentile(dispatchAdded, 50),
+        note: 'queued → WorkCompleted minus a direct call',
+      },
       { suite: SUITE, case: `dispatch-path latency (${mode})`, metric: 'p99 ms', value: percentile(dispatchAdded, 99) },
     ];
-    if (!metered) rows.push({ suite: SUITE, case: DIRECT_CASE, metric: 'p50 ms', value: percentile(direct, 50) }, { suite: SUITE, case: DIRECT_CASE, metric: 'p99 ms', value: percentile(direct, 99) });
+    if (!metered)
+      rows.push(
+        { suite: SUITE, case: DIRECT_CASE, metric: 'p50 ms', value: percentile(direct, 50) },
+        { suite: SUITE, case: DIRECT_CASE, metric: 'p99 ms', value: percentile(direct, 99) },
+      );
     return rows;
   } finally {
     await s.dispose();
@@ -177,7 +262,14 @@ async function overhead(ctx: BenchContext, metered: boolean): Promise<BenchRow[]
 }
 
 /** Queues `units` with the API replica's workers off, then starts `workers` worker replicas and times the drain. */
-async function drain(ctx: BenchContext, prefix: string, units: number, workers: number, latencyMs: number, concurrency: number): Promise<{ unitsPerS: number; peakInFlight: number }> {
+async function drain(
+  ctx: BenchContext,
+  prefix: string,
+  units: number,
+  workers: number,
+  latencyMs: number,
+  concurrency: number,
+): Promise<{ unitsPerS: number; peakInFlight: number }> {
   const s = await stack(ctx, prefix, false);
   try {
     s.provider.always('bench-model', { kind: 'stream', chunks: ['ok'], latencyMs });
@@ -193,9 +285,16 @@ async function drain(ctx: BenchContext, prefix: string, units: number, workers: 
       }),
     );
     const started = performance.now();
-    await Promise.all(Array.from({ length: workers }, () => s.startOrchestrator({ TALLY__ORCHESTRATOR__WORKER_CONCURRENCY: String(concurrency) })));
+    await Promise.all(
+      Array.from({ length: workers }, () =>
+        s.startOrchestrator({ TALLY__ORCHESTRATOR__WORKER_CONCURRENCY: String(concurrency) }),
+      ),
+    );
     let first = Number.POSITIVE_INFINITY;
-    const poll = setInterval(() => s.provider.calls() > 0 && first === Number.POSITIVE_INFINITY && (first = performance.now()), 5);
+    const poll = setInterval(
+      () => s.provider.calls() > 0 && first === Number.POSITIVE_INFINITY && (first = performance.now()),
+      5,
+    );
     const ends = await Promise.all(ids.map((id) => s.ended(id)));
     clearInterval(poll);
     const from = Math.min(first, started + 1);
@@ -218,14 +317,33 @@ export const orchestratorSuite: BenchSuite = {
     ctx.log(`orchestrator: concurrency, ${concurrencyUnits} units, one worker, 500 ms latency`);
     const one = await drain(ctx, 'boc', concurrencyUnits, 1, 500, 1024);
     rows.push(
-      { suite: SUITE, case: 'one worker vs 500 ms latency', metric: 'peak in-flight', value: one.peakInFlight, note: 'target >= 1,000 (worker_concurrency 1024)' },
-      { suite: SUITE, case: 'one worker vs 500 ms latency', metric: 'units/s', value: one.unitsPerS, note: `${concurrencyUnits} units` },
+      {
+        suite: SUITE,
+        case: 'one worker vs 500 ms latency',
+        metric: 'peak in-flight',
+        value: one.peakInFlight,
+        note: 'target >= 1,000 (worker_concurrency 1024)',
+      },
+      {
+        suite: SUITE,
+        case: 'one worker vs 500 ms latency',
+        metric: 'units/s',
+        value: one.unitsPerS,
+        note: `${concurrencyUnits} units`,
+      },
     );
     const scalingUnits = Math.max(100, Math.round(1_000 * ctx.scale));
     for (const workers of [1, 2]) {
       ctx.log(`orchestrator: scaling, ${workers} worker(s), 200 ms latency`);
       const r = await drain(ctx, `bos${workers}`, scalingUnits, workers, 200, 64);
-      rows.push({ suite: SUITE, case: `${workers} worker(s) vs 200 ms latency`, metric: 'units/s', value: r.unitsPerS, note: `${scalingUnits} units, worker_concurrency 64`, ...(workers === 2 ? { baselineCase: '1 worker(s) vs 200 ms latency' } : {}) });
+      rows.push({
+        suite: SUITE,
+        case: `${workers} worker(s) vs 200 ms latency`,
+        metric: 'units/s',
+        value: r.unitsPerS,
+        note: `${scalingUnits} units, worker_concurrency 64`,
+        ...(workers === 2 ? { baselineCase: '1 worker(s) vs 200 ms latency' } : {}),
+      });
     }
     return rows;
   },

@@ -12,9 +12,29 @@ import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient } from
 import { EventRegistry, tallyNames, type TallyNames } from '@tally/contracts';
 import type { StoredEvent } from '@tally/eventing';
 import { connectNats, ensureStream } from '@tally/platform-jetstream';
-import { bulkInsert, bulkUpsert, countColumn, moneyColumn, openDataSource, ProjectionRunner, sequenceColumn, type Projection, type TallyDataSourceOptions } from '@tally/platform-typeorm';
+import {
+  bulkInsert,
+  bulkUpsert,
+  countColumn,
+  moneyColumn,
+  openDataSource,
+  ProjectionRunner,
+  sequenceColumn,
+  type Projection,
+  type TallyDataSourceOptions,
+} from '@tally/platform-typeorm';
 import { IsInt, IsString, Length, Min } from 'class-validator';
-import { Column, Entity, In, PrimaryColumn, Table, type DataSource, type EntityManager, type MigrationInterface, type QueryRunner } from 'typeorm';
+import {
+  Column,
+  Entity,
+  In,
+  PrimaryColumn,
+  Table,
+  type DataSource,
+  type EntityManager,
+  type MigrationInterface,
+  type QueryRunner,
+} from 'typeorm';
 import type { BenchContext, BenchRow, BenchSuite } from './lib.js';
 
 const SUITE = 'projection';
@@ -88,7 +108,11 @@ function usageProjection(names: TallyNames): Projection {
       for (const { sequence, event } of events) {
         const payload = event.payload as unknown as BenchUsageRecorded;
         rows.push({ sequence, capabilityId: payload.capability_id, amountMinor: BigInt(payload.amount_minor) });
-        const total = totals.get(payload.capability_id) ?? { capabilityId: payload.capability_id, totalMinor: 0n, events: 0 };
+        const total = totals.get(payload.capability_id) ?? {
+          capabilityId: payload.capability_id,
+          totalMinor: 0n,
+          events: 0,
+        };
         total.totalMinor += BigInt(payload.amount_minor);
         total.events += 1;
         totals.set(payload.capability_id, total);
@@ -100,7 +124,11 @@ function usageProjection(names: TallyNames): Projection {
         total.events += row.events;
       }
       await bulkInsert(manager, BenchUsageEvent, rows, { rowsPerStatementMax: 2000 });
-      await bulkUpsert(manager, BenchUsageTotal, [...totals.values()], { conflictColumns: ['capabilityId'], updateColumns: ['totalMinor', 'events'], rowsPerStatementMax: 2000 });
+      await bulkUpsert(manager, BenchUsageTotal, [...totals.values()], {
+        conflictColumns: ['capabilityId'],
+        updateColumns: ['totalMinor', 'events'],
+        rowsPerStatementMax: 2000,
+      });
     },
   };
 }
@@ -110,7 +138,13 @@ async function publishEvents(js: JetStreamClient, names: TallyNames, count: numb
     const acks = [];
     for (let i = start; i < Math.min(count, start + PUBLISH_IN_FLIGHT); i++) {
       const capability = `cap-${i % AGGREGATES}`;
-      const data = registry.encode({ eventId: `u-${i}`, type: 'BenchUsageRecorded', aggregateId: capability, occurredAt: '2026-01-01T00:00:00.000Z', payload: { capability_id: capability, amount_minor: 100 + (i % 997) } });
+      const data = registry.encode({
+        eventId: `u-${i}`,
+        type: 'BenchUsageRecorded',
+        aggregateId: capability,
+        occurredAt: '2026-01-01T00:00:00.000Z',
+        payload: { capability_id: capability, amount_minor: 100 + (i % 997) },
+      });
       acks.push(js.publish(names.workEventSubject(capability), data, { msgID: `u-${i}`, timeout: 30_000 }));
     }
     await Promise.all(acks);
@@ -120,8 +154,15 @@ async function publishEvents(js: JetStreamClient, names: TallyNames, count: numb
 /** The raw twin: same ordered consumer settings, JSON.parse only, no validation, no database. */
 async function rawReplay(js: JetStreamClient, names: TallyNames, count: number): Promise<number> {
   const started = performance.now();
-  const consumer = await js.consumers.get(names.workEventsStream, { filter_subjects: names.workEventsWildcard, deliver_policy: DeliverPolicy.All });
-  const messages = await consumer.consume({ max_messages: READ_LIMITS.prefetchMessagesMax, idle_heartbeat: READ_LIMITS.idleHeartbeatMs, expires: READ_LIMITS.pullExpiresMs });
+  const consumer = await js.consumers.get(names.workEventsStream, {
+    filter_subjects: names.workEventsWildcard,
+    deliver_policy: DeliverPolicy.All,
+  });
+  const messages = await consumer.consume({
+    max_messages: READ_LIMITS.prefetchMessagesMax,
+    idle_heartbeat: READ_LIMITS.idleHeartbeatMs,
+    expires: READ_LIMITS.pullExpiresMs,
+  });
   let seen = 0;
   for await (const msg of messages) {
     JSON.parse(new TextDecoder().decode(msg.data));
@@ -136,7 +177,9 @@ interface BenchDatabase {
   open(round: number): Promise<{ dataSource: DataSource; dispose(): Promise<void> }>;
 }
 
-function databaseOptions(location: Pick<TallyDataSourceOptions, 'databaseUrl' | 'schema' | 'sqlitePath'>): TallyDataSourceOptions {
+function databaseOptions(
+  location: Pick<TallyDataSourceOptions, 'databaseUrl' | 'schema' | 'sqlitePath'>,
+): TallyDataSourceOptions {
   return {
     ...location,
     entities: [BenchUsageEvent, BenchUsageTotal],
@@ -154,7 +197,10 @@ function benchDatabases(ctx: BenchContext, runId: string): BenchDatabase[] {
     async open() {
       const dir = mkdtempSync(join(tmpdir(), 'tally-bench-projection-'));
       const dataSource = await openDataSource(databaseOptions({ sqlitePath: join(dir, 'projections.sqlite') }));
-      return { dataSource, dispose: async () => (await dataSource.destroy(), rmSync(dir, { recursive: true, force: true })) };
+      return {
+        dataSource,
+        dispose: async () => (await dataSource.destroy(), rmSync(dir, { recursive: true, force: true })),
+      };
     },
   };
   const databaseUrl = ctx.databaseUrl;
@@ -164,22 +210,42 @@ function benchDatabases(ctx: BenchContext, runId: string): BenchDatabase[] {
     async open(round) {
       const schema = `bench_${runId}_${round}`;
       const dataSource = await openDataSource(databaseOptions({ databaseUrl, schema }));
-      return { dataSource, dispose: async () => (await dataSource.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`), await dataSource.destroy()) };
+      return {
+        dataSource,
+        dispose: async () => (
+          await dataSource.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`),
+          await dataSource.destroy()
+        ),
+      };
     },
   };
   return [sqlite, postgres];
 }
 
 /** One rebuild into a fresh database; checks the rows before it reports a number. */
-async function rebuildOnce(js: JetStreamClient, names: TallyNames, db: BenchDatabase, round: number, count: number): Promise<number> {
+async function rebuildOnce(
+  js: JetStreamClient,
+  names: TallyNames,
+  db: BenchDatabase,
+  round: number,
+  count: number,
+): Promise<number> {
   const { dataSource, dispose } = await db.open(round);
   try {
-    const runner = new ProjectionRunner({ js, dataSource, registry, projection: usageProjection(names), ...READ_LIMITS, ...BATCH });
+    const runner = new ProjectionRunner({
+      js,
+      dataSource,
+      registry,
+      projection: usageProjection(names),
+      ...READ_LIMITS,
+      ...BATCH,
+    });
     const started = performance.now();
     const result = await runner.rebuild();
     const seconds = (performance.now() - started) / 1000;
     const rows = await dataSource.manager.count(BenchUsageEvent);
-    if (result.events !== count || rows !== count) throw new Error(`${db.label} rebuild applied ${result.events} events, ${rows} rows; expected ${count}`);
+    if (result.events !== count || rows !== count)
+      throw new Error(`${db.label} rebuild applied ${result.events} events, ${rows} rows; expected ${count}`);
     return count / seconds;
   } finally {
     await dispose();
@@ -191,28 +257,52 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 export const projectionSuite: BenchSuite = {
   name: SUITE,
   async run(ctx: BenchContext): Promise<BenchRow[]> {
-    const nc = await connectNats({ url: ctx.natsUrl, name: 'bench-projection', connectTimeoutMs: 5000, maxReconnectAttempts: 10, reconnectTimeWaitMs: 200 });
+    const nc = await connectNats({
+      url: ctx.natsUrl,
+      name: 'bench-projection',
+      connectTimeoutMs: 5000,
+      maxReconnectAttempts: 10,
+      reconnectTimeWaitMs: 200,
+    });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
     const runId = Date.now().toString(36);
     const names = tallyNames(`benchproj${runId}`);
     const count = Math.max(1000, Math.round(100_000 * ctx.scale));
     try {
-      await ensureStream(jsm, testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 1024 * 1024 * 1024, false));
+      await ensureStream(
+        jsm,
+        testEventStreamSpec(names.workEventsStream, [names.workEventsWildcard], 1024 * 1024 * 1024, false),
+      );
       ctx.log(`projection: publishing ${count} events over ${AGGREGATES} aggregates`);
       await publishEvents(js, names, count);
       const databases = benchDatabases(ctx, runId);
       const raw: number[] = [];
       const rebuilds = databases.map(() => [] as number[]);
       for (let round = 0; round < ROUNDS; round++) {
-        ctx.log(`projection: round ${round + 1}/${ROUNDS}: raw replay, then rebuild into ${databases.map((d) => d.label).join(' and ')}`);
+        ctx.log(
+          `projection: round ${round + 1}/${ROUNDS}: raw replay, then rebuild into ${databases.map((d) => d.label).join(' and ')}`,
+        );
         raw.push(await rawReplay(js, names, count));
         for (const [k, db] of databases.entries()) rebuilds[k]!.push(await rebuildOnce(js, names, db, round, count));
       }
       const note = `median of ${ROUNDS}; batch ${BATCH.batchSizeMax}; ${count} events, 2 tables (row per event + totals); target ratio >= 0.25`;
       return [
-        { suite: SUITE, case: RAW_CASE, metric: 'events/s', value: median(raw), note: `median of ${ROUNDS}; JSON.parse only` },
-        ...databases.map((db, k): BenchRow => ({ suite: SUITE, case: `projection rebuild (${db.label})`, metric: 'events/s', value: median(rebuilds[k]!), baselineCase: RAW_CASE, note })),
+        {
+          suite: SUITE,
+          case: RAW_CASE,
+          metric: 'events/s',
+          value: median(raw),
+          note: `median of ${ROUNDS}; JSON.parse only`,
+        },
+        ...databases.map((db, k): BenchRow => ({
+          suite: SUITE,
+          case: `projection rebuild (${db.label})`,
+          metric: 'events/s',
+          value: median(rebuilds[k]!),
+          baselineCase: RAW_CASE,
+          note,
+        })),
       ];
     } finally {
       await jsm.streams.delete(names.workEventsStream).catch(() => undefined);

@@ -10,13 +10,7 @@ import { orchestratorSuite } from './orchestrator.bench.js';
 import { authoritySuite } from './authority.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
-const suites: BenchSuite[] = [
-  jetstreamSuite,
-  commandsSuite,
-  projectionSuite,
-  orchestratorSuite,
-  authoritySuite,
-];
+const suites: BenchSuite[] = [jetstreamSuite, commandsSuite, projectionSuite, orchestratorSuite, authoritySuite];
 // ---- End of suites. ----
 
 function context(): BenchContext {
@@ -34,7 +28,9 @@ function context(): BenchContext {
 function fillRatios(rows: BenchRow[]): void {
   for (const row of rows) {
     if (row.baselineCase === undefined) continue;
-    const candidates = rows.filter((r) => r.case === row.baselineCase && r.metric === (row.baselineMetric ?? row.metric));
+    const candidates = rows.filter(
+      (r) => r.case === row.baselineCase && r.metric === (row.baselineMetric ?? row.metric),
+    );
     const baseline = candidates.find((r) => r.suite === row.suite) ?? candidates[0];
     if (!baseline || !(baseline.value > 0) || !(row.value > 0)) continue;
     row.ratio = /\b(ms|us)\b/.test(row.metric) ? baseline.value / row.value : row.value / baseline.value;
@@ -49,7 +45,15 @@ function formatNumber(value: number | undefined, digits: number): string {
 
 function formatTable(rows: readonly BenchRow[]): string {
   const header = ['suite', 'case', 'metric', 'value', 'baseline', 'ratio', 'note'];
-  const body = rows.map((r) => [r.suite, r.case, r.metric, formatNumber(r.value, 2), r.baselineCase ?? '', formatNumber(r.ratio, 2), r.note ?? '']);
+  const body = rows.map((r) => [
+    r.suite,
+    r.case,
+    r.metric,
+    formatNumber(r.value, 2),
+    r.baselineCase ?? '',
+    formatNumber(r.ratio, 2),
+    r.note ?? '',
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((cells) => cells[i]!.length)));
   const numeric = new Set([3, 5]);
   const line = (cells: string[]) =>
@@ -65,7 +69,10 @@ async function main(): Promise<void> {
   const rows: BenchRow[] = [];
   let failed = false;
   // BENCH_SUITES=jetstream,commands runs only the named suites.
-  const only = process.env['BENCH_SUITES']?.split(',').map((name) => name.trim()).filter(Boolean);
+  const only = process.env['BENCH_SUITES']
+    ?.split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   for (const suite of suites.filter((s) => !only || only.includes(s.name))) {
     const started = performance.now();
     ctx.log(`suite ${suite.name}: running at scale ${ctx.scale}`);

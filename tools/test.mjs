@@ -15,9 +15,13 @@ if (!(await answers(hostPort(env.NATS_URL, 4222)))) {
   // Nothing answers: start a throwaway server with JetStream for this run only.
   const store = mkdtempSync(join(tmpdir(), 'tally-test-nats-'));
   const port = 14222 + Math.floor(Math.random() * 1000);
-  privateNats = { store, child: spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' }) };
+  privateNats = {
+    store,
+    child: spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' }),
+  };
   env.NATS_URL = `nats://127.0.0.1:${port}`;
-  for (let i = 0; i < 100 && !(await answers(hostPort(env.NATS_URL, port))); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && !(await answers(hostPort(env.NATS_URL, port))); i++)
+    await new Promise((r) => setTimeout(r, 100));
   console.log(`test: started a private nats-server at ${env.NATS_URL}`);
 }
 if (env.DATABASE_URL) {
@@ -35,9 +39,16 @@ function step(title, command, args) {
 
 let status = step('project graph', 'npx', ['nx', 'show', 'projects']);
 if (status === 0) status = step('lint', 'npx', ['eslint', '--max-warnings', '0', '.']);
+if (status === 0) status = step('format', 'npx', ['prettier', '--check', '--log-level', 'warn', '.']);
 if (status === 0) status = step('typecheck', 'npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']);
 if (status === 0) {
-  status = step('jest', 'node', ['--experimental-vm-modules', '--no-warnings=ExperimentalWarning', 'node_modules/jest/bin/jest.js', '--ci', ...process.argv.slice(2)]);
+  status = step('jest', 'node', [
+    '--experimental-vm-modules',
+    '--no-warnings=ExperimentalWarning',
+    'node_modules/jest/bin/jest.js',
+    '--ci',
+    ...process.argv.slice(2),
+  ]);
 }
 if (privateNats) {
   privateNats.child.kill('SIGTERM');

@@ -9,7 +9,9 @@ import { transformSync } from '@swc/core';
 
 const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
 const paths = JSON.parse(readFileSync(resolvePath(root, 'tsconfig.base.json'), 'utf8')).compilerOptions.paths;
-const aliases = new Map(Object.entries(paths).map(([name, [target]]) => [name, pathToFileURL(resolvePath(root, target)).href]));
+const aliases = new Map(
+  Object.entries(paths).map(([name, [target]]) => [name, pathToFileURL(resolvePath(root, target)).href]),
+);
 
 export async function resolve(specifier, context, nextResolve) {
   const alias = aliases.get(specifier);

@@ -24,7 +24,12 @@ beforeEach(async () => {
 
 const faults = async () => (await stack.faults({}))[0]!;
 const usageIs = (capId: string, count: number, committed: number) =>
-  eventually(() => stack.usage(capId), (u) => u['invocation_count'] === count && u['committed_cost_units'] === committed, 60_000, `usage ${count}/${committed}`);
+  eventually(
+    () => stack.usage(capId),
+    (u) => u['invocation_count'] === count && u['committed_cost_units'] === committed,
+    60_000,
+    `usage ${count}/${committed}`,
+  );
 const resolved = (capId: string) =>
   eventually(
     async () => (await stack.ok('GET', `/v1/capabilities/${capId}/ambiguities`))['ambiguities'] as Json[],
@@ -38,7 +43,12 @@ describe('background loops', () => {
     const cap = await stack.issue([monetaryGrant()]);
     await stack.faults({ hook: { block: true } });
     const stalled = stack.admit(admitPayload(cap['token'], 'b20-stalled', 'standalone'));
-    await eventually(faults, (f) => (f['hook'] as Json)['blocked'] === 1, 30_000, 'admit stalled at the admission hook');
+    await eventually(
+      faults,
+      (f) => (f['hook'] as Json)['blocked'] === 1,
+      30_000,
+      'admit stalled at the admission hook',
+    );
     const expiry = await eventually(
       () => stack.events(cap['id']),
       (events) => events.some((e) => e['kind'] === 'reverse_exposure' && e['cause'] === 'expired'),
@@ -63,7 +73,10 @@ describe('background loops', () => {
     const kinds = (await stack.events(cap['id'])).map((e) => e['kind']);
     expect(kinds).toEqual(['capture_invocation', 'authorize_exposure']);
     await usageIs(cap['id'], 1, 100);
-    const settled = await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'completed', cost_units: 60, currency: 'USD' } });
+    const settled = await stack.settle({
+      hold_id: admitted['hold_id'],
+      outcome: { kind: 'completed', cost_units: 60, currency: 'USD' },
+    });
     expect(settled['receipt']['settlement']).toBe('completed');
     await usageIs(cap['id'], 1, 60);
   });

@@ -27,7 +27,13 @@ afterAll(async () => stack?.dispose(), 120_000);
 
 describe('crash of one replica mid-storm', () => {
   it('B19 B20 SIGKILL of one authority mid-storm: every command answered, nothing double-captured, limits held, no hold leaks past its TTL', async () => {
-    const grant = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: COST, max_total_cost_units: ALLOWED * COST, currency: 'USD' };
+    const grant = {
+      server_id: 'cost-srv',
+      tool_name: 'compute',
+      max_cost_per_invocation: COST,
+      max_total_cost_units: ALLOWED * COST,
+      currency: 'USD',
+    };
     const cap = await stack.issue([grant]);
     let answered = 0;
     const storm = Array.from({ length: ADMITS }, (_, i) =>
@@ -36,7 +42,12 @@ describe('crash of one replica mid-storm', () => {
         return a;
       }),
     );
-    await eventually(async () => answered, (n) => n >= ADMITS / 10, 120_000, 'storm under way');
+    await eventually(
+      async () => answered,
+      (n) => n >= ADMITS / 10,
+      120_000,
+      'storm under way',
+    );
     await stack.processes[0]!.stop('SIGKILL');
     const answers = await Promise.all(storm);
     expect(answers).toHaveLength(ADMITS);
@@ -53,7 +64,8 @@ describe('crash of one replica mid-storm', () => {
     );
     const events = await stack.events(cap['id'], 0, 1_000);
     const captures = new Map<string, number>();
-    for (const e of events.filter((x) => x['kind'] === 'capture_invocation')) captures.set(e['hold_id'], (captures.get(e['hold_id']) ?? 0) + 1);
+    for (const e of events.filter((x) => x['kind'] === 'capture_invocation'))
+      captures.set(e['hold_id'], (captures.get(e['hold_id']) ?? 0) + 1);
     expect([...captures.values()].every((n) => n === 1)).toBe(true);
     for (const a of allowed) expect(captures.get(a['hold_id'])).toBe(1);
     // Captured holds whose Admit the killed replica never answered stay counted (fail closed); nothing else does.
@@ -62,9 +74,18 @@ describe('crash of one replica mid-storm', () => {
     expect(usage['invocation_count']).toBeLessThanOrEqual(captures.size);
     expect(usage['committed_cost_units']).toBeLessThanOrEqual(ALLOWED * COST);
 
-    const settled = await Promise.all(allowed.map((a) => stack.settle({ hold_id: a['hold_id'], outcome: { kind: 'completed', cost_units: 4, currency: 'USD' } })));
+    const settled = await Promise.all(
+      allowed.map((a) =>
+        stack.settle({ hold_id: a['hold_id'], outcome: { kind: 'completed', cost_units: 4, currency: 'USD' } }),
+      ),
+    );
     expect(settled.every((s) => s['receipt']['settlement'] === 'completed')).toBe(true);
-    const after = await eventually(() => stack.usage(cap['id']), (u) => (u['realized_cost_units'] as number) === allowed.length * 4, 120_000, 'settled usage');
+    const after = await eventually(
+      () => stack.usage(cap['id']),
+      (u) => (u['realized_cost_units'] as number) === allowed.length * 4,
+      120_000,
+      'settled usage',
+    );
     expect(after['committed_cost_units']).toBeLessThanOrEqual(ALLOWED * COST);
   }, 900_000);
 });

@@ -3,7 +3,15 @@
 // payment, terminal-failure, elicitation, replay and concurrency scenarios in both contexts.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { verifyWithPublicKey } from '@tally/budget-infrastructure';
-import { admitPayload, AuthorityStack, CONTEXTS, eventually, holdIdOf, monetaryGrant, type Json } from './support/authority-stack.js';
+import {
+  admitPayload,
+  AuthorityStack,
+  CONTEXTS,
+  eventually,
+  holdIdOf,
+  monetaryGrant,
+  type Json,
+} from './support/authority-stack.js';
 
 let stack: AuthorityStack;
 beforeAll(async () => {
@@ -18,7 +26,12 @@ beforeEach(async () => {
 const rail = async () => (await stack.faults({}))[0]!['rail'] as Json;
 const hook = async () => (await stack.faults({}))[0]!['hook'] as Json;
 const usageIs = (capId: string, count: number, committed: number) =>
-  eventually(() => stack.usage(capId), (u) => u['invocation_count'] === count && u['committed_cost_units'] === committed, 30_000, `usage ${count}/${committed}`);
+  eventually(
+    () => stack.usage(capId),
+    (u) => u['invocation_count'] === count && u['committed_cost_units'] === committed,
+    30_000,
+    `usage ${count}/${committed}`,
+  );
 
 /** The seed's assert_monetary_capture_receipt_metadata. */
 function expectCaptureMetadata(receipt: Json, capabilityId: string, requestId: string): void {
@@ -54,7 +67,9 @@ describe('lifecycle', () => {
     const authorize = events.find((e) => e['event_id'] === `${holdIdOf('b1-requested', cap['id'])}:authorize`)!;
     expect(authorize['kind']).toBe('authorize_exposure');
     expect(authorize['exposed_delta_units']).toBe(30);
-    expect(authorize['commit_index']).toBe(first['receipt']['metadata']['budget_authority']['authorize']['budget_commit_index']);
+    expect(authorize['commit_index']).toBe(
+      first['receipt']['metadata']['budget_authority']['authorize']['budget_commit_index'],
+    );
     const limited = await stack.issue([{ server_id: 'cost-srv', tool_name: 'compute', max_invocations: 1 }]);
     expect((await stack.admit(admitPayload(limited['token'], 'b1-inv-1', 'standalone')))['verdict']).toBe('allow');
     expect((await stack.admit(admitPayload(limited['token'], 'b1-inv-2', 'standalone')))['verdict']).toBe('deny');
@@ -67,7 +82,9 @@ describe('lifecycle', () => {
     expect(first['verdict']).toBe('allow');
     expectCaptureMetadata(first['receipt'], cap['id'], 'b2-req');
     const capture = first['receipt']['metadata']['budget_authority']['invocation_capture'];
-    expect(capture['budget_commit_index']).toBeGreaterThan(first['receipt']['metadata']['budget_authority']['authorize']['budget_commit_index']);
+    expect(capture['budget_commit_index']).toBeGreaterThan(
+      first['receipt']['metadata']['budget_authority']['authorize']['budget_commit_index'],
+    );
     expect(first['admission_proof']['claims']['capture_event_id']).toBe(capture['event_id']);
     const openBefore = (await hook())['open_leases'] as string[];
     const replay = await stack.admit(admitPayload(cap['token'], 'b2-req', 'standalone'));
@@ -109,12 +126,21 @@ describe('lifecycle', () => {
     const settleWith = async (requestId: string, cost: number) => {
       const admitted = await stack.admit(admitPayload(cap['token'], requestId, 'standalone'));
       expect(admitted['verdict']).toBe('allow');
-      return (await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'completed', cost_units: cost, currency: 'USD' } }))['receipt'] as Json;
+      return (
+        await stack.settle({
+          hold_id: admitted['hold_id'],
+          outcome: { kind: 'completed', cost_units: cost, currency: 'USD' },
+        })
+      )['receipt'] as Json;
     };
     const partial = await settleWith('b4-partial', 40);
     expect(partial['settlement']).toBe('completed');
     await usageIs(cap['id'], 1, 40);
-    expect((await stack.events(cap['id'], 0, 1))[0]).toMatchObject({ kind: 'reconcile_spend', realized_delta_units: 40, exposed_delta_units: -100 });
+    expect((await stack.events(cap['id'], 0, 1))[0]).toMatchObject({
+      kind: 'reconcile_spend',
+      realized_delta_units: 40,
+      exposed_delta_units: -100,
+    });
     expect((await rail())['capture']).toBe(1);
     await settleWith('b4-zero', 0);
     expect((await rail())['release']).toBe(1);
@@ -127,22 +153,28 @@ describe('lifecycle', () => {
   });
 
   describe.each(CONTEXTS)('B5 seed non_durable_monetary_terminal_failures_retain funds (%s)', (context) => {
-    it.each(['cancellation', 'deadline', 'incomplete', 'generic', 'tool_not_registered'])('B5 failed_after_dispatch %s keeps invocation, exposure and payment; a fresh request on max_invocations 1 is denied', async (failure) => {
-      const cap = await monetaryCapability({ max_invocations: 1 });
-      const requestId = `b5-${context}-${failure}`;
-      const admitted = await stack.admit(admitPayload(cap['token'], requestId, context));
-      expect(admitted['verdict']).toBe('allow');
-      expectCaptureMetadata(admitted['receipt'], cap['id'], requestId);
-      const settled = await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'failed_after_dispatch', failure } });
-      expect(settled['receipt']['verdict']).toBe('deny');
-      await usageIs(cap['id'], 1, 100);
-      const r = await rail();
-      expect([r['authorize'], r['release'], r['refund']]).toEqual([1, 0, 0]);
-      const fresh = await stack.admit(admitPayload(cap['token'], `${requestId}-fresh`, context));
-      expect(fresh['verdict']).toBe('deny');
-      await usageIs(cap['id'], 1, 100);
-      expect((await rail())['authorize']).toBe(1);
-    });
+    it.each(['cancellation', 'deadline', 'incomplete', 'generic', 'tool_not_registered'])(
+      'B5 failed_after_dispatch %s keeps invocation, exposure and payment; a fresh request on max_invocations 1 is denied',
+      async (failure) => {
+        const cap = await monetaryCapability({ max_invocations: 1 });
+        const requestId = `b5-${context}-${failure}`;
+        const admitted = await stack.admit(admitPayload(cap['token'], requestId, context));
+        expect(admitted['verdict']).toBe('allow');
+        expectCaptureMetadata(admitted['receipt'], cap['id'], requestId);
+        const settled = await stack.settle({
+          hold_id: admitted['hold_id'],
+          outcome: { kind: 'failed_after_dispatch', failure },
+        });
+        expect(settled['receipt']['verdict']).toBe('deny');
+        await usageIs(cap['id'], 1, 100);
+        const r = await rail();
+        expect([r['authorize'], r['release'], r['refund']]).toEqual([1, 0, 0]);
+        const fresh = await stack.admit(admitPayload(cap['token'], `${requestId}-fresh`, context));
+        expect(fresh['verdict']).toBe('deny');
+        await usageIs(cap['id'], 1, 100);
+        expect((await rail())['authorize']).toBe(1);
+      },
+    );
   });
 
   it('B6 seed non_durable_monetary_url_elicitation_releases_admission_for_fresh_retry: release everything, one deny receipt with the message intact, replay denied without a new authorization, a fresh id runs again', async () => {
@@ -150,13 +182,20 @@ describe('lifecycle', () => {
     const message = 'URL elicitation required before dispatch side effect';
     const admitted = await stack.admit(admitPayload(cap['token'], 'b6-req', 'standalone'));
     expect(admitted['verdict']).toBe('allow');
-    const settled = (await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'elicitation_required', message } }))['receipt'] as Json;
+    const settled = (
+      await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'elicitation_required', message } })
+    )['receipt'] as Json;
     expect(settled['verdict']).toBe('deny');
     expect(settled['reason']).toBe(message);
     expectCaptureMetadata(admitted['receipt'], cap['id'], 'b6-req');
     await usageIs(cap['id'], 0, 0);
     expect(await rail()).toMatchObject({ authorize: 1, release: 1 });
-    const receipts = (await eventually(() => stack.ok('GET', '/v1/receipts?request_id=b6-req'), (b) => (b['receipts'] as Json[]).length >= 2))['receipts'] as Json[];
+    const receipts = (
+      await eventually(
+        () => stack.ok('GET', '/v1/receipts?request_id=b6-req'),
+        (b) => (b['receipts'] as Json[]).length >= 2,
+      )
+    )['receipts'] as Json[];
     expect(receipts.filter((r) => r['verdict'] === 'deny')).toHaveLength(1);
     const replay = await stack.admit(admitPayload(cap['token'], 'b6-req', 'standalone'));
     expect(replay['verdict']).toBe('deny');
@@ -179,8 +218,16 @@ describe('lifecycle', () => {
 
   it('B8 seed concurrent_identical_monetary_requests_capture_before_payment_and_release_loser_leases: one allow, one payment, the loser releases its lease before the winner pays, and a sibling is admitted afterwards', async () => {
     const root = await stack.issue([monetaryGrant({ max_total_cost_units: 200 })]);
-    const childA = await stack.issue([monetaryGrant({ max_total_cost_units: 100 })], { parent_id: root['id'], budget_share_units: 100, ttl_seconds: 3000 });
-    const childB = await stack.issue([monetaryGrant({ max_total_cost_units: 100 })], { parent_id: root['id'], budget_share_units: 100, ttl_seconds: 3000 });
+    const childA = await stack.issue([monetaryGrant({ max_total_cost_units: 100 })], {
+      parent_id: root['id'],
+      budget_share_units: 100,
+      ttl_seconds: 3000,
+    });
+    const childB = await stack.issue([monetaryGrant({ max_total_cost_units: 100 })], {
+      parent_id: root['id'],
+      budget_share_units: 100,
+      ttl_seconds: 3000,
+    });
     // The hook holds both twins after their (shared) hold is authorized, like the seed's barrier; the rail holds the winner's payment.
     await stack.faults({ hook: { lease: true, block: true }, rail: { authorize: 'block_until_released' } });
     const payload = admitPayload(childA['token'], 'b8-req', 'standalone');
@@ -196,7 +243,10 @@ describe('lifecycle', () => {
     expect([h['reserved'], (await rail())['authorize']]).toEqual([2, 1]);
     await stack.faults({ rail: { authorize: 'approve' } });
     const winner = answers.find((a) => a['verdict'] === 'allow')!;
-    await stack.settle({ hold_id: winner['hold_id'], outcome: { kind: 'completed', cost_units: 100, currency: 'USD' } });
+    await stack.settle({
+      hold_id: winner['hold_id'],
+      outcome: { kind: 'completed', cost_units: 100, currency: 'USD' },
+    });
     expect((await stack.admit(admitPayload(childB['token'], 'b8-sibling', 'standalone')))['verdict']).toBe('allow');
   });
 
@@ -204,14 +254,22 @@ describe('lifecycle', () => {
     const cap = await monetaryCapability();
     const admitted = await stack.admit(admitPayload(cap['token'], 'b9-pending', 'standalone'));
     await stack.faults({ references: { 'b9-pending': { release: 'pending' } } });
-    const kept = (await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'not_dispatched', reason: 'worker stopped' } }))['receipt'] as Json;
+    const kept = (
+      await stack.settle({
+        hold_id: admitted['hold_id'],
+        outcome: { kind: 'not_dispatched', reason: 'worker stopped' },
+      })
+    )['receipt'] as Json;
     expect(kept['verdict']).toBe('deny');
     await usageIs(cap['id'], 1, 100);
     const kinds = (await stack.events(cap['id'])).map((e) => e['kind']);
     expect(kinds).not.toContain('reverse_exposure');
     expect(kinds).not.toContain('cancel_captured_before_dispatch');
     const confirmed = await stack.admit(admitPayload(cap['token'], 'b9-confirmed', 'standalone'));
-    await stack.settle({ hold_id: confirmed['hold_id'], outcome: { kind: 'not_dispatched', reason: 'worker stopped' } });
+    await stack.settle({
+      hold_id: confirmed['hold_id'],
+      outcome: { kind: 'not_dispatched', reason: 'worker stopped' },
+    });
     await usageIs(cap['id'], 1, 100);
     expect((await stack.events(cap['id'], 0, 1))[0]!['kind']).toBe('cancel_captured_before_dispatch');
   });
@@ -222,46 +280,79 @@ describe('lifecycle', () => {
     const denied = await stack.admit(admitPayload(cap['token'], 'direct-denied', 'standalone'));
     expect(denied['verdict']).toBe('deny');
     expect(denied['admission_proof']).toBeUndefined();
-    const settle = (await stack.settle({ hold_id: denied['hold_id'], outcome: { kind: 'completed', cost_units: 10, currency: 'USD' } }))['receipt'] as Json;
+    const settle = (
+      await stack.settle({
+        hold_id: denied['hold_id'],
+        outcome: { kind: 'completed', cost_units: 10, currency: 'USD' },
+      })
+    )['receipt'] as Json;
     expect(settle['verdict']).toBe('deny');
     expect((await rail())['capture']).toBe(0);
     const allowed = await stack.admit(admitPayload(cap['token'], 'direct-allowed', 'standalone'));
     const key = ((await stack.ok('GET', '/v1/keys'))['keys'] as Json[])[0]!;
     const proof = allowed['admission_proof'];
     expect(verifyWithPublicKey(proof['claims'], proof['signature'], key['public_key'])).toBe(true);
-    expect(verifyWithPublicKey({ ...proof['claims'], hold_id: 'forged' }, proof['signature'], key['public_key'])).toBe(false);
+    expect(verifyWithPublicKey({ ...proof['claims'], hold_id: 'forged' }, proof['signature'], key['public_key'])).toBe(
+      false,
+    );
   });
 
-  it.each(CONTEXTS)('B17 every decision yields exactly one signed receipt with budget_authority and financial sections, served by id and verifiable with GET /v1/keys (%s)', async (context) => {
-    const cap = await monetaryCapability();
-    const requestId = `b17-${context}`;
-    const admitted = await stack.admit(admitPayload(cap['token'], requestId, context));
-    const settled = (await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'completed', cost_units: 25, currency: 'USD' } }))['receipt'] as Json;
-    const key = ((await stack.ok('GET', '/v1/keys'))['keys'] as Json[])[0]!;
-    expect(key['algorithm']).toBe('ed25519');
-    for (const receipt of [admitted['receipt'] as Json, settled]) {
-      expect(Object.keys(receipt['metadata'])).toEqual(expect.arrayContaining(['budget_authority', 'financial']));
-      const { signature, ...body } = receipt;
-      expect(verifyWithPublicKey(body, signature, key['public_key'])).toBe(true);
-      expect(await stack.receipt(receipt['id'])).toEqual(receipt);
-    }
-    const receipts = (await stack.ok('GET', `/v1/receipts?request_id=${requestId}`))['receipts'] as Json[];
-    expect(receipts.map((r) => r['id'])).toEqual([admitted['receipt']['id'], settled['id']]);
-    expect(admitted['receipt']['context']['kind']).toBe(context);
-  });
+  it.each(CONTEXTS)(
+    'B17 every decision yields exactly one signed receipt with budget_authority and financial sections, served by id and verifiable with GET /v1/keys (%s)',
+    async (context) => {
+      const cap = await monetaryCapability();
+      const requestId = `b17-${context}`;
+      const admitted = await stack.admit(admitPayload(cap['token'], requestId, context));
+      const settled = (
+        await stack.settle({
+          hold_id: admitted['hold_id'],
+          outcome: { kind: 'completed', cost_units: 25, currency: 'USD' },
+        })
+      )['receipt'] as Json;
+      const key = ((await stack.ok('GET', '/v1/keys'))['keys'] as Json[])[0]!;
+      expect(key['algorithm']).toBe('ed25519');
+      for (const receipt of [admitted['receipt'] as Json, settled]) {
+        expect(Object.keys(receipt['metadata'])).toEqual(expect.arrayContaining(['budget_authority', 'financial']));
+        const { signature, ...body } = receipt;
+        expect(verifyWithPublicKey(body, signature, key['public_key'])).toBe(true);
+        expect(await stack.receipt(receipt['id'])).toEqual(receipt);
+      }
+      const receipts = (await stack.ok('GET', `/v1/receipts?request_id=${requestId}`))['receipts'] as Json[];
+      expect(receipts.map((r) => r['id'])).toEqual([admitted['receipt']['id'], settled['id']]);
+      expect(admitted['receipt']['context']['kind']).toBe(context);
+    },
+  );
 
   it('B18 usage per (capability, grant) and mutation events newest first with a limit, of the B18 kinds only', async () => {
     const cap = await stack.issue([monetaryGrant(), { server_id: 'other-srv', tool_name: '*' }]);
     for (const id of ['b18-a', 'b18-b', 'b18-c']) {
       const admitted = await stack.admit(admitPayload(cap['token'], id, 'standalone'));
-      await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'completed', cost_units: 10, currency: 'USD' } });
+      await stack.settle({
+        hold_id: admitted['hold_id'],
+        outcome: { kind: 'completed', cost_units: 10, currency: 'USD' },
+      });
     }
-    await stack.admit({ ...admitPayload(cap['token'], 'b18-other', 'standalone'), server_id: 'other-srv', tool_name: 'anything' });
+    await stack.admit({
+      ...admitPayload(cap['token'], 'b18-other', 'standalone'),
+      server_id: 'other-srv',
+      tool_name: 'anything',
+    });
     const all = await stack.events(cap['id'], 0, 100);
     expect(all).toHaveLength(9);
     const indexes = all.map((e) => e['commit_index'] as number);
     expect([...indexes].sort((a, b) => b - a)).toEqual(indexes);
-    const allowed = new Set(['increment_invocation', 'reserve_invocation', 'authorize_exposure', 'capture_invocation', 'reverse_invocation', 'cancel_captured_before_dispatch', 'reverse_exposure', 'release_exposure', 'reconcile_spend', 'capture_spend']);
+    const allowed = new Set([
+      'increment_invocation',
+      'reserve_invocation',
+      'authorize_exposure',
+      'capture_invocation',
+      'reverse_invocation',
+      'cancel_captured_before_dispatch',
+      'reverse_exposure',
+      'release_exposure',
+      'reconcile_spend',
+      'capture_spend',
+    ]);
     for (const e of all) {
       expect(allowed.has(e['kind'])).toBe(true);
       expect(e).toMatchObject({ grant_index: 0, capability_id: cap['id'] });
@@ -271,6 +362,12 @@ describe('lifecycle', () => {
     expect(await stack.events(cap['id'], 0, 2)).toEqual(all.slice(0, 2));
     const other = await stack.events(cap['id'], 1, 10);
     expect(other.map((e) => e['kind'])).toEqual(['increment_invocation', 'reserve_invocation']);
-    expect(await stack.usage(cap['id'], 0)).toMatchObject({ invocation_count: 3, exposed_cost_units: 0, realized_cost_units: 30, committed_cost_units: 30, currency: 'USD' });
+    expect(await stack.usage(cap['id'], 0)).toMatchObject({
+      invocation_count: 3,
+      exposed_cost_units: 0,
+      realized_cost_units: 30,
+      committed_cost_units: 30,
+      currency: 'USD',
+    });
   });
 });

@@ -3,7 +3,14 @@
 // faults endpoint) fail closed, record the ambiguity with the event id in the stream, and
 // block replays, standalone and inside a session.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { admitPayload, AuthorityStack, CONTEXTS, eventually, monetaryGrant, type Json } from './support/authority-stack.js';
+import {
+  admitPayload,
+  AuthorityStack,
+  CONTEXTS,
+  eventually,
+  monetaryGrant,
+  type Json,
+} from './support/authority-stack.js';
 
 let stack: AuthorityStack;
 beforeAll(async () => {
@@ -18,7 +25,12 @@ beforeEach(async () => {
 
 const rail = async () => (await stack.faults({}))[0]!['rail'] as Json;
 const usageIs = (capId: string, count: number, committed: number) =>
-  eventually(() => stack.usage(capId), (u) => u['invocation_count'] === count && u['committed_cost_units'] === committed, 30_000, `usage ${count}/${committed}`);
+  eventually(
+    () => stack.usage(capId),
+    (u) => u['invocation_count'] === count && u['committed_cost_units'] === committed,
+    30_000,
+    `usage ${count}/${committed}`,
+  );
 
 describe.each(CONTEXTS)('lost acknowledgements (%s)', (context) => {
   it('B10 seed lost_capture_acknowledgement_records_ambiguity_and_blocks_replay: exact reason, invocation_capture ambiguous and retained with the event id in the stream, replay denied, no payment', async () => {
@@ -64,7 +76,12 @@ describe.each(CONTEXTS)('lost acknowledgements (%s)', (context) => {
     const admitted = await stack.admit(admitPayload(cap['token'], `req-settle-cancel-lost-ack-${context}`, context));
     expect(admitted['verdict']).toBe('allow');
     await stack.faults({ lost_acks: { kinds: ['cancellation'], losses_max: 1 } });
-    const receipt = (await stack.settle({ hold_id: admitted['hold_id'], outcome: { kind: 'not_dispatched', reason: 'worker stopped' } }))['receipt'] as Json;
+    const receipt = (
+      await stack.settle({
+        hold_id: admitted['hold_id'],
+        outcome: { kind: 'not_dispatched', reason: 'worker stopped' },
+      })
+    )['receipt'] as Json;
     expect(receipt['metadata']['financial']['payment_release_confirmed']).toBe(true);
     expect(typeof receipt['metadata']['financial']['payment_release_reference']).toBe('string');
     expect(receipt['metadata']['budget_authority']['terminal']['kind']).toBe('cancel_captured_before_dispatch');

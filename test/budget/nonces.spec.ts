@@ -3,11 +3,20 @@
 // another request, and consumed nonces whose payment release is unconfirmed, standalone
 // and inside a session, with faults injected through the test-only endpoint.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { admitPayload, AuthorityStack, CONTEXTS, eventually, monetaryGrant, type Json } from './support/authority-stack.js';
+import {
+  admitPayload,
+  AuthorityStack,
+  CONTEXTS,
+  eventually,
+  monetaryGrant,
+  type Json,
+} from './support/authority-stack.js';
 
 let stack: AuthorityStack;
 beforeAll(async () => {
-  stack = await AuthorityStack.create('bnonce', { env: { TALLY__AUTHORITY__REQUIRE_EXECUTION_NONCE: 'true', TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000' } });
+  stack = await AuthorityStack.create('bnonce', {
+    env: { TALLY__AUTHORITY__REQUIRE_EXECUTION_NONCE: 'true', TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000' },
+  });
   await stack.start();
 }, 180_000);
 afterAll(async () => stack?.dispose(), 60_000);
@@ -17,7 +26,11 @@ beforeEach(async () => {
 
 const faults = async () => (await stack.faults({}))[0]!;
 const PREFLIGHT_REASON = 'execution nonce preflight cleanup could not be confirmed';
-const readFile = (token: string, requestId: string, context: 'standalone' | 'session', extra: Json = {}) => ({ ...admitPayload(token, requestId, context, extra), server_id: 'srv-a', tool_name: 'read_file' });
+const readFile = (token: string, requestId: string, context: 'standalone' | 'session', extra: Json = {}) => ({
+  ...admitPayload(token, requestId, context, extra),
+  server_id: 'srv-a',
+  tool_name: 'read_file',
+});
 const usageOf = (capId: string) => stack.usage(capId);
 
 /** Preflight (no nonce presented) hands out a nonce and dispatches nothing (B13). */
@@ -43,7 +56,9 @@ describe.each(CONTEXTS)('execution nonces (%s)', (context) => {
     const budget = metadata['budget_authority'] as Json;
     expect(budget['cleanup_mutation_kind']).toBe('invocation');
     expect(budget['cleanup_hold_id']).toBe(hold);
-    expect(budget['cleanup_attempt_event_id']).toMatch(new RegExp(`^${hold.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:authorize:.*:rollback:`));
+    expect(budget['cleanup_attempt_event_id']).toMatch(
+      new RegExp(`^${hold.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:authorize:.*:rollback:`),
+    );
     expect(budget['cleanup_attempt_event_id_available']).toBe(true);
     const events = await stack.events(cap['id']);
     expect(events.some((e) => e['kind'] === 'reserve_invocation' && e['hold_id'] === hold)).toBe(true);
@@ -74,7 +89,9 @@ describe.each(CONTEXTS)('execution nonces (%s)', (context) => {
     const cap = await stack.issue([monetaryGrant()]);
     const nonce = await preflight(admitPayload(cap['token'], `req-nonce-id-bound-original-${context}`, context));
     await stack.faults({ lost_acks: { kinds: ['reverse'], losses_max: 1 } });
-    const response = await stack.admit(admitPayload(cap['token'], `req-nonce-id-bound-${context}`, context, { execution_nonce: nonce }));
+    const response = await stack.admit(
+      admitPayload(cap['token'], `req-nonce-id-bound-${context}`, context, { execution_nonce: nonce }),
+    );
     expect(response['verdict']).toBe('deny');
     expect(response['reason']).toBe('pre-dispatch cleanup could not be confirmed');
     expect(response['receipt']['metadata']['budget_authority']['pre_dispatch_cleanup_unconfirmed']).toBe(true);
@@ -87,7 +104,9 @@ describe.each(CONTEXTS)('execution nonces (%s)', (context) => {
     const cap = await stack.issue([{ server_id: 'srv-a', tool_name: 'read_file', max_invocations: 1 }]);
     const nonce = await preflight(readFile(cap['token'], `req-nonmonetary-cleanup-original-${context}`, context));
     await stack.faults({ lost_acks: { kinds: ['reverse'], losses_max: 1 } });
-    const response = await stack.admit(readFile(cap['token'], `req-nonmonetary-cleanup-${context}`, context, { execution_nonce: nonce }));
+    const response = await stack.admit(
+      readFile(cap['token'], `req-nonmonetary-cleanup-${context}`, context, { execution_nonce: nonce }),
+    );
     expect(response['verdict']).toBe('deny');
     expect(response['reason']).toBe('pre-dispatch cleanup could not be confirmed');
     const cleanup = response['receipt']['metadata']['budget_authority'] as Json;
@@ -96,29 +115,38 @@ describe.each(CONTEXTS)('execution nonces (%s)', (context) => {
     expect(cleanup['cleanup_grant_index']).toBe(0);
     // The seed reports false here; this authority derives the rollback's event id deterministically, so it can name it.
     expect(typeof cleanup['cleanup_attempt_event_id_available']).toBe('boolean');
-    if (cleanup['cleanup_attempt_event_id_available'] === true) expect(cleanup['cleanup_attempt_event_id']).toContain(':rollback:');
+    if (cleanup['cleanup_attempt_event_id_available'] === true)
+      expect(cleanup['cleanup_attempt_event_id']).toContain(':rollback:');
     expect((await usageOf(cap['id']))['invocation_count']).toBe(0);
   });
 
-  it.each(['rail_error', 'pending'])('B16 seed nonce_cleanup_retains_payment_and_capture_when_release_is_unconfirmed: consumed nonce, release %s', async (release) => {
-    const cap = await stack.issue([monetaryGrant()]);
-    const requestId = `req-nonce-release-unconfirmed-${context}-${release}`;
-    const nonce = await preflight(admitPayload(cap['token'], requestId, context));
-    expect((await stack.ok('POST', '/v1/nonces/redeem', { execution_nonce: nonce }))['redeemed']).toBe(true);
-    await stack.faults({ references: { [requestId]: { release } } });
-    const response = await stack.admit(admitPayload(cap['token'], requestId, context, { execution_nonce: nonce }));
-    expect(response['verdict']).toBe('deny');
-    const metadata = response['receipt']['metadata'] as Json;
-    expect(metadata['financial']['payment_release_unconfirmed']).toBe(true);
-    expect(metadata['financial']['payment_authorization_retained']).toBe(true);
-    expect(metadata['financial']['payment_release_attempt_reference']).toBe(requestId);
-    expect(metadata['budget_authority']['invocation_capture']['admission_retained']).toBe(true);
-    if (release === 'pending') {
-      expect(metadata['financial']['payment_release_status']).toBe('pending');
-      expect(metadata['financial']['payment_release_reference']).toBe('release_pending_reference');
-    }
-    await eventually(() => usageOf(cap['id']), (u) => u['invocation_count'] === 1 && u['committed_cost_units'] === 100, 30_000, 'usage 1/100');
-  });
+  it.each(['rail_error', 'pending'])(
+    'B16 seed nonce_cleanup_retains_payment_and_capture_when_release_is_unconfirmed: consumed nonce, release %s',
+    async (release) => {
+      const cap = await stack.issue([monetaryGrant()]);
+      const requestId = `req-nonce-release-unconfirmed-${context}-${release}`;
+      const nonce = await preflight(admitPayload(cap['token'], requestId, context));
+      expect((await stack.ok('POST', '/v1/nonces/redeem', { execution_nonce: nonce }))['redeemed']).toBe(true);
+      await stack.faults({ references: { [requestId]: { release } } });
+      const response = await stack.admit(admitPayload(cap['token'], requestId, context, { execution_nonce: nonce }));
+      expect(response['verdict']).toBe('deny');
+      const metadata = response['receipt']['metadata'] as Json;
+      expect(metadata['financial']['payment_release_unconfirmed']).toBe(true);
+      expect(metadata['financial']['payment_authorization_retained']).toBe(true);
+      expect(metadata['financial']['payment_release_attempt_reference']).toBe(requestId);
+      expect(metadata['budget_authority']['invocation_capture']['admission_retained']).toBe(true);
+      if (release === 'pending') {
+        expect(metadata['financial']['payment_release_status']).toBe('pending');
+        expect(metadata['financial']['payment_release_reference']).toBe('release_pending_reference');
+      }
+      await eventually(
+        () => usageOf(cap['id']),
+        (u) => u['invocation_count'] === 1 && u['committed_cost_units'] === 100,
+        30_000,
+        'usage 1/100',
+      );
+    },
+  );
 
   it('B12 seed nonce_cleanup_signs_release_then_cancellation_lost_ack: consumed nonce, release confirmed, cancellation ack lost: payment_release_confirmed, reference, cancellation_ambiguous with its event id, admission_retained', async () => {
     const cap = await stack.issue([monetaryGrant()]);

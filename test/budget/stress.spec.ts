@@ -20,15 +20,22 @@ afterAll(async () => stack?.dispose(), 120_000);
 /** A small deterministic generator, so a failing run can be repeated. */
 function prng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
-type Outcome = { kind: 'completed'; cost_units: number; currency: string } | { kind: 'failed_after_dispatch'; failure: string } | { kind: 'elicitation_required'; message: string } | { kind: 'not_dispatched'; reason: string };
+type Outcome =
+  | { kind: 'completed'; cost_units: number; currency: string }
+  | { kind: 'failed_after_dispatch'; failure: string }
+  | { kind: 'elicitation_required'; message: string }
+  | { kind: 'not_dispatched'; reason: string };
 
 function outcomeFor(r: number, cost: number): { outcome: Outcome; invocations: number; committed: number } {
-  if (r < 0.55) return { outcome: { kind: 'completed', cost_units: cost, currency: 'USD' }, invocations: 1, committed: cost };
-  if (r < 0.75) return { outcome: { kind: 'failed_after_dispatch', failure: 'generic' }, invocations: 1, committed: COST };
-  if (r < 0.9) return { outcome: { kind: 'elicitation_required', message: 'needs input' }, invocations: 0, committed: 0 };
+  if (r < 0.55)
+    return { outcome: { kind: 'completed', cost_units: cost, currency: 'USD' }, invocations: 1, committed: cost };
+  if (r < 0.75)
+    return { outcome: { kind: 'failed_after_dispatch', failure: 'generic' }, invocations: 1, committed: COST };
+  if (r < 0.9)
+    return { outcome: { kind: 'elicitation_required', message: 'needs input' }, invocations: 0, committed: 0 };
   return { outcome: { kind: 'not_dispatched', reason: 'worker stopped' }, invocations: 0, committed: 0 };
 }
 
@@ -38,16 +45,27 @@ describe('B19 no overspend under concurrency, two replicas', () => {
     const root = await stack.issue([{ ...grant, max_total_cost_units: ALLOWED * COST }]);
     const share = (ALLOWED / 2) * COST;
     const children = [
-      await stack.issue([{ ...grant, max_total_cost_units: share }], { parent_id: root['id'], budget_share_units: share, ttl_seconds: 3000 }),
-      await stack.issue([{ ...grant, max_total_cost_units: share }], { parent_id: root['id'], budget_share_units: share, ttl_seconds: 3000 }),
+      await stack.issue([{ ...grant, max_total_cost_units: share }], {
+        parent_id: root['id'],
+        budget_share_units: share,
+        ttl_seconds: 3000,
+      }),
+      await stack.issue([{ ...grant, max_total_cost_units: share }], {
+        parent_id: root['id'],
+        budget_share_units: share,
+        ttl_seconds: 3000,
+      }),
     ];
     const answers = await Promise.all(
-      Array.from({ length: ADMITS }, (_, i) => stack.admit(admitPayload(children[i % 2]!['token'], `stress-${i}`, i % 3 === 0 ? 'session' : 'standalone'))),
+      Array.from({ length: ADMITS }, (_, i) =>
+        stack.admit(admitPayload(children[i % 2]!['token'], `stress-${i}`, i % 3 === 0 ? 'session' : 'standalone')),
+      ),
     );
     const allowed = answers.filter((a) => a['verdict'] === 'allow');
     expect(allowed).toHaveLength(ALLOWED);
     expect(answers.filter((a) => a['verdict'] === 'deny')).toHaveLength(ADMITS - ALLOWED);
-    for (const child of children) expect(allowed.filter((a) => (a['hold_id'] as string).includes(child['id'])).length).toBe(ALLOWED / 2);
+    for (const child of children)
+      expect(allowed.filter((a) => (a['hold_id'] as string).includes(child['id'])).length).toBe(ALLOWED / 2);
 
     const random = prng(19);
     const expected = { invocations: 0, committed: 0 };
@@ -60,7 +78,12 @@ describe('B19 no overspend under concurrency, two replicas', () => {
     const receipts = (await Promise.all(settles)).map((s) => s['receipt'] as Json);
     expect(receipts.filter((r) => r['settlement'] === 'rejected').map((r) => r['reason'])).toEqual([]);
 
-    const rootUsage = await eventually(() => stack.usage(root['id']), (u) => u['committed_cost_units'] === expected.committed, 120_000, 'root usage = sum of outcomes');
+    const rootUsage = await eventually(
+      () => stack.usage(root['id']),
+      (u) => u['committed_cost_units'] === expected.committed,
+      120_000,
+      'root usage = sum of outcomes',
+    );
     expect(rootUsage['invocation_count']).toBe(expected.invocations);
     const childUsage = await Promise.all(children.map((c) => stack.usage(c['id'])));
     expect(childUsage.reduce((n, u) => n + (u['committed_cost_units'] as number), 0)).toBe(expected.committed);

@@ -29,14 +29,22 @@ beforeAll(async () => {
 afterAll(() => h.dispose(), 60_000);
 
 async function authority(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(`${h.authority!.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const json = (await res.json()) as Json;
   if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
 async function submit(token: string): Promise<string> {
-  const body = workBody({ token, route: [{ provider: 'scripted', model: MODEL }], limits: { max_tokens: 64, timeout_ms: 10_000, max_retries: 0 } });
+  const body = workBody({
+    token,
+    route: [{ provider: 'scripted', model: MODEL }],
+    limits: { max_tokens: 64, timeout_ms: 10_000, max_retries: 0 },
+  });
   const res = await h.post('/v1/work', body);
   expect(res.status).toBe(202);
   return body['work_id'] as string;
@@ -44,7 +52,10 @@ async function submit(token: string): Promise<string> {
 
 /** The reason on the authority's signed receipt for the unit's first admission. */
 async function authorityReason(workId: string): Promise<string> {
-  const { receipts } = (await authority('GET', `/v1/receipts?request_id=${encodeURIComponent(`${workId}:attempt:0`)}`)) as { receipts: Json[] };
+  const { receipts } = (await authority(
+    'GET',
+    `/v1/receipts?request_id=${encodeURIComponent(`${workId}:attempt:0`)}`,
+  )) as { receipts: Json[] };
   const deny = receipts.find((r) => r['verdict'] === 'deny');
   if (!deny) throw new Error(`no deny receipt for ${workId}: ${JSON.stringify(receipts)}`);
   return deny['reason'] as string;
@@ -103,7 +114,11 @@ describe('O7/B19 budget exhaustion across the real budget-authority and agent-or
       const grant = ((await authority('GET', `/v1/capabilities/${cap['id']}/usage`))['grants'] as Json[])[0]!;
       return grant['exposed_cost_units'] === 0 && grant['realized_cost_units'] === receiptsTotal ? grant : undefined;
     });
-    expect(usage).toMatchObject({ invocation_count: ADMITTED_UNITS, realized_cost_units: receiptsTotal, committed_cost_units: receiptsTotal });
+    expect(usage).toMatchObject({
+      invocation_count: ADMITTED_UNITS,
+      realized_cost_units: receiptsTotal,
+      committed_cost_units: receiptsTotal,
+    });
     expect(usage['committed_cost_units'] as number).toBeLessThanOrEqual(GRANT_TOTAL_UNITS);
   });
 });

@@ -20,7 +20,11 @@ afterAll(() => h.dispose(), 60_000);
 /** Runs `tally <args>` as the CLI runs in production: its own process, the installation's environment. */
 async function tally(args: string[]): Promise<{ code: number | null; output: string }> {
   const env = { ...process.env, ...(await h.envFor(0)) };
-  const child = spawn(process.execPath, ['--import', './tools/register.mjs', 'apps/cli/src/main.ts', ...args], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', './tools/register.mjs', 'apps/cli/src/main.ts', ...args], {
+    cwd: process.cwd(),
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const chunks: string[] = [];
   child.stdout.on('data', (c: Buffer) => chunks.push(c.toString('utf8')));
   child.stderr.on('data', (c: Buffer) => chunks.push(c.toString('utf8')));
@@ -32,10 +36,21 @@ async function tally(args: string[]): Promise<{ code: number | null; output: str
 
 async function liveRows(): Promise<{ digest: string; checkpoint: number }> {
   const db = await h.projectionDatabase();
-  const ds = await openDataSource({ ...db.open, entities: orchestratorProjectionSet.entities, migrations: orchestratorProjectionSet.migrations, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
+  const ds = await openDataSource({
+    ...db.open,
+    entities: orchestratorProjectionSet.entities,
+    migrations: orchestratorProjectionSet.migrations,
+    sqliteBusyTimeoutMs: 10_000,
+    postgresPoolSize: 1,
+    postgresConnectTimeoutMs: 5_000,
+    postgresStatementTimeoutMs: 30_000,
+  });
   try {
     const [spec] = orchestratorProjectionSet.specs(tallyNames(h.namespace));
-    return { digest: await projectionDigest(ds, spec!.projection.tables), checkpoint: await readCheckpoint(ds.manager, WORK_UNITS_PROJECTION, spec!.projection.stream) };
+    return {
+      digest: await projectionDigest(ds, spec!.projection.tables),
+      checkpoint: await readCheckpoint(ds.manager, WORK_UNITS_PROJECTION, spec!.projection.stream),
+    };
   } finally {
     await ds.destroy();
   }
@@ -46,7 +61,10 @@ describe('tally replay against a real orchestrator installation', () => {
     h.provider().script('flaky-model', [{ kind: 'reset' }]);
     const ids: string[] = [];
     for (let i = 0; i < UNITS; i++) {
-      const body = workBody({ route: [{ provider: 'scripted', model: i === 0 ? 'flaky-model' : 'ok-model' }], messages: [{ role: 'user', content: `prompt ${i}` }] });
+      const body = workBody({
+        route: [{ provider: 'scripted', model: i === 0 ? 'flaky-model' : 'ok-model' }],
+        messages: [{ role: 'user', content: `prompt ${i}` }],
+      });
       expect((await h.post('/v1/work', body)).status).toBe(202);
       ids.push(body['work_id'] as string);
     }

@@ -16,8 +16,19 @@ let nc: NatsConnection;
 let client: JetStreamCommandClient;
 beforeAll(async () => {
   await h.start(1);
-  nc = await connectNats({ url: sharedNatsUrl(), name: 'oapi-test', connectTimeoutMs: 5_000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
-  client = await new JetStreamCommandClient(nc, { names: tallyNames(h.namespace), publishTimeoutMs: 5_000, cacheTimeoutMs: 2_000, cachePollMs: 50 }).start();
+  nc = await connectNats({
+    url: sharedNatsUrl(),
+    name: 'oapi-test',
+    connectTimeoutMs: 5_000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: 100,
+  });
+  client = await new JetStreamCommandClient(nc, {
+    names: tallyNames(h.namespace),
+    publishTimeoutMs: 5_000,
+    cacheTimeoutMs: 2_000,
+    cachePollMs: 50,
+  }).start();
 }, 180_000);
 afterAll(async () => {
   await client?.close();
@@ -27,7 +38,11 @@ afterAll(async () => {
 
 describe('agent-orchestrator HTTP and command contract', () => {
   it('an invalid submission is a 400 problem+json naming every bad field', async () => {
-    const res = await fetch(`${h.url}/v1/work`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ purpose: 'dance', route: [], messages: [{ role: 'user' }] }) });
+    const res = await fetch(`${h.url}/v1/work`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ purpose: 'dance', route: [], messages: [{ role: 'user' }] }),
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     const problem = (await res.json()) as { type: string; status: number; errors: { field: string }[] };
@@ -37,9 +52,18 @@ describe('agent-orchestrator HTTP and command contract', () => {
   });
 
   it('unknown work and sessions are 404 problem+json on every read', async () => {
-    for (const path of ['/v1/work/nope', '/v1/work/nope/receipt', '/v1/sessions/nope/messages', '/v1/sessions/nope/log']) {
+    for (const path of [
+      '/v1/work/nope',
+      '/v1/work/nope/receipt',
+      '/v1/sessions/nope/messages',
+      '/v1/sessions/nope/log',
+    ]) {
       const res = await h.get(path);
-      expect([path, res.status, res.contentType]).toEqual([path, 404, expect.stringContaining('application/problem+json')]);
+      expect([path, res.status, res.contentType]).toEqual([
+        path,
+        404,
+        expect.stringContaining('application/problem+json'),
+      ]);
       expect(res.body['type']).toBe('not_found');
     }
     expect((await h.post('/v1/work/nope/abort', {})).status).toBe(404);
@@ -62,7 +86,15 @@ describe('agent-orchestrator HTTP and command contract', () => {
 
   it('read-your-writes: when POST /v1/work answers 202 the projection already holds the unit, so GET reads it from the projection', async () => {
     const db = await h.projectionDatabase();
-    const ds = await openDataSource({ ...db.open, entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
+    const ds = await openDataSource({
+      ...db.open,
+      entities: WORK_PROJECTION_ENTITIES,
+      migrations: WORK_PROJECTION_MIGRATIONS,
+      sqliteBusyTimeoutMs: 10_000,
+      postgresPoolSize: 1,
+      postgresConnectTimeoutMs: 5_000,
+      postgresStatementTimeoutMs: 30_000,
+    });
     try {
       for (let i = 0; i < 3; i++) {
         const body = workBody();
@@ -96,20 +128,38 @@ describe('agent-orchestrator HTTP and command contract', () => {
 
   it('the work.submit command has the same semantics: queued and completed; a repeat returns the same answer', async () => {
     const { work_id: _omit, ...body } = workBody();
-    const reply = await client.send<{ work_id: string; status: string }>('work', 'submit', `submit-${Date.now()}`, body, { timeoutMs: 10_000, attemptsMax: 3 });
+    const reply = await client.send<{ work_id: string; status: string }>(
+      'work',
+      'submit',
+      `submit-${Date.now()}`,
+      body,
+      { timeoutMs: 10_000, attemptsMax: 3 },
+    );
     expect(reply.ok).toBe(true);
     if (!reply.ok) return;
     expect(reply.value.status).toBe('queued');
     expect(await h.terminal(reply.value.work_id)).toMatchObject({ status: 'completed' });
     const withId = workBody();
-    const a = await client.send('work', 'submit', `submit-a-${Date.now()}`, withId, { timeoutMs: 10_000, attemptsMax: 3 });
-    const b = await client.send('work', 'submit', `submit-b-${Date.now()}`, withId, { timeoutMs: 10_000, attemptsMax: 3 });
+    const a = await client.send('work', 'submit', `submit-a-${Date.now()}`, withId, {
+      timeoutMs: 10_000,
+      attemptsMax: 3,
+    });
+    const b = await client.send('work', 'submit', `submit-b-${Date.now()}`, withId, {
+      timeoutMs: 10_000,
+      attemptsMax: 3,
+    });
     expect(a).toEqual({ ok: true, value: { work_id: withId['work_id'], status: 'queued' } });
     expect(b).toEqual(a);
   });
 
   it('an invalid work.submit command is answered with a validation error naming the field, not retried', async () => {
-    const reply = await client.send('work', 'submit', `bad-${Date.now()}`, { ...workBody(), purpose: 'dance' }, { timeoutMs: 10_000, attemptsMax: 1 });
+    const reply = await client.send(
+      'work',
+      'submit',
+      `bad-${Date.now()}`,
+      { ...workBody(), purpose: 'dance' },
+      { timeoutMs: 10_000, attemptsMax: 1 },
+    );
     expect(reply.ok).toBe(false);
     if (reply.ok) return;
     expect(reply.error.type).toBe('validation');
@@ -117,10 +167,19 @@ describe('agent-orchestrator HTTP and command contract', () => {
   });
 
   it('serves an OpenAPI 3.1 document describing every orchestrator endpoint', async () => {
-    const doc = (await h.get('/openapi.json')).body as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    const doc = (await h.get('/openapi.json')).body as {
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths['/v1/work']!)).toContain('post');
-    for (const path of ['/v1/work/{id}', '/v1/work/{id}/receipt', '/v1/sessions/{id}/messages', '/v1/sessions/{id}/log']) expect(Object.keys(doc.paths[path]!)).toContain('get');
+    for (const path of [
+      '/v1/work/{id}',
+      '/v1/work/{id}/receipt',
+      '/v1/sessions/{id}/messages',
+      '/v1/sessions/{id}/log',
+    ])
+      expect(Object.keys(doc.paths[path]!)).toContain('get');
     expect(Object.keys(doc.paths['/v1/work/{id}/abort']!)).toContain('post');
   });
 });

@@ -2,7 +2,15 @@
 // turn with a turn card, and a restart or a full replay into an empty database yields the
 // same receipts, messages and rows (byte for byte), with no warnings.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { WORK_PROJECTION_ENTITIES, WORK_PROJECTION_MIGRATIONS, WORK_UNITS_PROJECTION, WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE } from '@tally/orchestrator-projections';
+import {
+  WORK_PROJECTION_ENTITIES,
+  WORK_PROJECTION_MIGRATIONS,
+  WORK_UNITS_PROJECTION,
+  WORK_UNIT_TABLE,
+  SESSION_ENTRY_TABLE,
+  SESSION_MESSAGE_TABLE,
+  PROJECTION_WARNING_TABLE,
+} from '@tally/orchestrator-projections';
 import { openDataSource, projectionDigest, readCheckpoint } from '@tally/platform-typeorm';
 import { OrchestratorHarness, workBody, type TestDatabase } from './orchestrator.harness.js';
 
@@ -22,9 +30,24 @@ async function snapshot(sessionId: string, workIds: string[]) {
 }
 
 async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint: number }> {
-  const ds = await openDataSource({ ...db.open, entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 1, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 });
+  const ds = await openDataSource({
+    ...db.open,
+    entities: WORK_PROJECTION_ENTITIES,
+    migrations: WORK_PROJECTION_MIGRATIONS,
+    sqliteBusyTimeoutMs: 10_000,
+    postgresPoolSize: 1,
+    postgresConnectTimeoutMs: 5_000,
+    postgresStatementTimeoutMs: 30_000,
+  });
   try {
-    return { digest: await projectionDigest(ds, TABLES), checkpoint: await readCheckpoint(ds.manager, WORK_UNITS_PROJECTION, `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`) };
+    return {
+      digest: await projectionDigest(ds, TABLES),
+      checkpoint: await readCheckpoint(
+        ds.manager,
+        WORK_UNITS_PROJECTION,
+        `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`,
+      ),
+    };
   } finally {
     await ds.destroy();
   }
@@ -33,16 +56,34 @@ async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint:
 describe('agent-orchestrator O4 audit survives restart and replay', () => {
   it('O4 the log reads header, prompt, receipt, reply, turn card per unit; a restart and a replay into an empty database give the same receipts, messages and rows, with no warnings', async () => {
     const sessionId = `s-o4-${Date.now().toString(36)}`;
-    h.provider().script('flaky-model', [{ kind: 'reset' }, { kind: 'stream', chunks: ['first reply'] }, { kind: 'stream', chunks: ['second reply'] }]);
+    h.provider().script('flaky-model', [
+      { kind: 'reset' },
+      { kind: 'stream', chunks: ['first reply'] },
+      { kind: 'stream', chunks: ['second reply'] },
+    ]);
     const ids: string[] = [];
     for (const content of ['first prompt', 'second prompt']) {
-      const body = workBody({ session_id: sessionId, route: [{ provider: 'scripted', model: 'flaky-model' }], messages: [{ role: 'user', content }] });
+      const body = workBody({
+        session_id: sessionId,
+        route: [{ provider: 'scripted', model: 'flaky-model' }],
+        messages: [{ role: 'user', content }],
+      });
       expect((await h.post('/v1/work', body)).status).toBe(202);
       await h.terminal(body['work_id'] as string);
       ids.push(body['work_id'] as string);
     }
     const before = await snapshot(sessionId, ids);
-    expect(before.log.entries.map((e) => e['kind'])).toEqual(['header', 'message', 'receipt', 'message', 'turn-card', 'message', 'receipt', 'message', 'turn-card']);
+    expect(before.log.entries.map((e) => e['kind'])).toEqual([
+      'header',
+      'message',
+      'receipt',
+      'message',
+      'turn-card',
+      'message',
+      'receipt',
+      'message',
+      'turn-card',
+    ]);
     expect(before.log.warnings).toEqual([]);
     expect(before.messages).toEqual({
       messages: [
@@ -62,7 +103,9 @@ describe('agent-orchestrator O4 audit survives restart and replay', () => {
     await h.processes[0]!.stop();
     const empty = await h.newDatabase('replayed');
     await h.startOne(0, empty.env);
-    await h.eventually('the replay to reach the live checkpoint', async () => ((await digestOf(empty)).checkpoint >= live.checkpoint ? true : undefined));
+    await h.eventually('the replay to reach the live checkpoint', async () =>
+      (await digestOf(empty)).checkpoint >= live.checkpoint ? true : undefined,
+    );
     expect(await snapshot(sessionId, ids)).toEqual(before);
     expect((await digestOf(empty)).digest).toBe(live.digest);
   });

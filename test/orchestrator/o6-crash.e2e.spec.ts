@@ -6,7 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
 
 // Short ack wait so a killed worker's unit comes back quickly; in-progress acks keep live ones.
-const h = new OrchestratorHarness({ prefix: 'o6', providerPerProcess: true, env: { TALLY__CONSUMERS__ACK_WAIT_MS: '3000', TALLY__CONSUMERS__WORKING_INTERVAL_MS: '500' } });
+const h = new OrchestratorHarness({
+  prefix: 'o6',
+  providerPerProcess: true,
+  env: { TALLY__CONSUMERS__ACK_WAIT_MS: '3000', TALLY__CONSUMERS__WORKING_INTERVAL_MS: '500' },
+});
 beforeAll(async () => {
   await h.start(3);
 }, 300_000);
@@ -38,17 +42,27 @@ describe('agent-orchestrator O6 dispatch workers scale out and survive a crash',
   });
 
   it('O6 a call longer than the ack wait is kept by its worker with in-progress acks: one paid call, no redelivery to another replica', async () => {
-    for (const p of h.providers) p.always('fallback-model', { kind: 'stream', chunks: ['slow but single'], latencyMs: 7_000 });
-    const body = workBody({ route: [{ provider: 'scripted', model: 'fallback-model' }], limits: { max_tokens: 64, timeout_ms: 60_000 } });
+    for (const p of h.providers)
+      p.always('fallback-model', { kind: 'stream', chunks: ['slow but single'], latencyMs: 7_000 });
+    const body = workBody({
+      route: [{ provider: 'scripted', model: 'fallback-model' }],
+      limits: { max_tokens: 64, timeout_ms: 60_000 },
+    });
     expect((await h.post('/v1/work', body)).status).toBe(202);
-    expect(await h.terminal(body['work_id'] as string)).toMatchObject({ status: 'completed', output: 'slow but single' });
+    expect(await h.terminal(body['work_id'] as string)).toMatchObject({
+      status: 'completed',
+      output: 'slow but single',
+    });
     expect(h.calls('fallback-model')).toBe(1);
     expect(((await h.get(`/v1/work/${body['work_id']}/receipt`)).body['attempts'] as unknown[]).length).toBe(1);
   });
 
   it('O6 SIGKILL of the replica mid-dispatch: another replica finishes the unit, the cut-off attempt is unknown, and paid calls stay within the ceiling', async () => {
     for (const p of h.providers) p.always('hang-model', { kind: 'hang' });
-    const body = workBody({ route: [{ provider: 'scripted', model: 'hang-model' }], limits: { max_retries: 2, run_retry_attempts: 0, dispatch_ceiling: 3, max_tokens: 64, timeout_ms: 120_000 } });
+    const body = workBody({
+      route: [{ provider: 'scripted', model: 'hang-model' }],
+      limits: { max_retries: 2, run_retry_attempts: 0, dispatch_ceiling: 3, max_tokens: 64, timeout_ms: 120_000 },
+    });
     expect((await h.post('/v1/work', body)).status).toBe(202);
     const killed = await killTheDispatcher('hang-model', body['work_id'] as string);
     // The survivors answer now; the killed replica's provider is left hanging.
@@ -70,7 +84,10 @@ describe('agent-orchestrator O6 dispatch workers scale out and survive a crash',
     const model = 'slow-model';
     for (const p of h.providers) p.always(model, { kind: 'hang' });
     const alive = h.processes.findIndex((p) => p.exited === null);
-    const body = workBody({ route: [{ provider: 'scripted', model }], limits: { max_retries: 0, run_retry_attempts: 0, dispatch_ceiling: 1, max_tokens: 64, timeout_ms: 120_000 } });
+    const body = workBody({
+      route: [{ provider: 'scripted', model }],
+      limits: { max_retries: 0, run_retry_attempts: 0, dispatch_ceiling: 1, max_tokens: 64, timeout_ms: 120_000 },
+    });
     expect((await h.post('/v1/work', body, h.processes[alive]!.url)).status).toBe(202);
     const killed = await killTheDispatcher(model, body['work_id'] as string);
     h.providers.forEach((p, i) => i !== killed && p.always(model, { kind: 'stream', chunks: ['must not happen'] }));

@@ -15,7 +15,11 @@ afterAll(() => h.dispose(), 60_000);
 type Json = Record<string, unknown>;
 
 async function authority(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(`${h.authority!.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const json = (await res.json()) as Json;
   if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -28,8 +32,19 @@ async function issue(grants: Json[]): Promise<Json> {
 
 describe('agent-orchestrator O7 metered by the real budget-authority', () => {
   it('O7 a paid dispatch is admitted per provider and model, then settled at the realized cost from usage', async () => {
-    const cap = await issue([{ server_id: 'scripted', tool_name: 'ok-model', max_invocations: 5, max_cost_per_invocation: 1_000, max_total_cost_units: 5_000, currency: 'USD' }]);
-    h.provider().script('ok-model', [{ kind: 'stream', chunks: ['metered reply'], usage: { input_tokens: 5, output_tokens: 3 } }]);
+    const cap = await issue([
+      {
+        server_id: 'scripted',
+        tool_name: 'ok-model',
+        max_invocations: 5,
+        max_cost_per_invocation: 1_000,
+        max_total_cost_units: 5_000,
+        currency: 'USD',
+      },
+    ]);
+    h.provider().script('ok-model', [
+      { kind: 'stream', chunks: ['metered reply'], usage: { input_tokens: 5, output_tokens: 3 } },
+    ]);
     const body = workBody({ token: cap['token'] });
     expect((await h.post('/v1/work', body)).status).toBe(202);
     expect(await h.terminal(body['work_id'] as string)).toMatchObject({ status: 'completed', output: 'metered reply' });
@@ -47,7 +62,15 @@ describe('agent-orchestrator O7 metered by the real budget-authority', () => {
   });
 
   it('O7 a refused admission dispatches nothing and fails the work with the authority reason', async () => {
-    const cap = await issue([{ server_id: 'scripted', tool_name: 'ok-model', max_invocations: 5, max_cost_per_invocation: 1_000, currency: 'USD' }]);
+    const cap = await issue([
+      {
+        server_id: 'scripted',
+        tool_name: 'ok-model',
+        max_invocations: 5,
+        max_cost_per_invocation: 1_000,
+        currency: 'USD',
+      },
+    ]);
     const body = workBody({ token: cap['token'], route: [{ provider: 'scripted', model: 'flaky-model' }] });
     expect((await h.post('/v1/work', body)).status).toBe(202);
     const status = await h.terminal(body['work_id'] as string);
@@ -59,7 +82,15 @@ describe('agent-orchestrator O7 metered by the real budget-authority', () => {
 
   it('O7 the hold is the worst case: a per-invocation cap below price × (prompt estimate + max_tokens) is refused before any call', async () => {
     // max_tokens 64 at 2,000,000/Mtok alone is 128 units; the cap is 100.
-    const cap = await issue([{ server_id: 'scripted', tool_name: 'slow-model', max_invocations: 5, max_cost_per_invocation: 100, currency: 'USD' }]);
+    const cap = await issue([
+      {
+        server_id: 'scripted',
+        tool_name: 'slow-model',
+        max_invocations: 5,
+        max_cost_per_invocation: 100,
+        currency: 'USD',
+      },
+    ]);
     const body = workBody({ token: cap['token'], route: [{ provider: 'scripted', model: 'slow-model' }] });
     expect((await h.post('/v1/work', body)).status).toBe(202);
     expect((await h.terminal(body['work_id'] as string))['status']).toBe('failed');

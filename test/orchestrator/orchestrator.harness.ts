@@ -6,10 +6,25 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deleteNamespaceStreams, ScriptedProvider, ServiceProcess, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
+import {
+  deleteNamespaceStreams,
+  ScriptedProvider,
+  ServiceProcess,
+  sharedNatsUrl,
+  uniqueNamespace,
+} from '@tally/testing';
 
 export const PRICE = { input_per_mtok_units: 1_000_000, output_per_mtok_units: 2_000_000, currency: 'USD' };
-export const MODELS = ['ok-model', 'flaky-model', 'limited-model', 'abort-model', 'slow-model', 'fallback-model', 'hang-model', 'bench-model'] as const;
+export const MODELS = [
+  'ok-model',
+  'flaky-model',
+  'limited-model',
+  'abort-model',
+  'slow-model',
+  'fallback-model',
+  'hang-model',
+  'bench-model',
+] as const;
 
 export interface OrchestratorHarnessOptions {
   readonly prefix: string;
@@ -31,9 +46,16 @@ export async function createTestDatabase(dir: string, name: string): Promise<Tes
   const url = process.env['DATABASE_URL'];
   if (!url) {
     const path = join(dir, `${name}.sqlite`);
-    return { env: { DATABASE_URL: '', TALLY_SQLITE_PATH: path }, open: { sqlitePath: path }, drop: async () => rmSync(path, { force: true }) };
+    return {
+      env: { DATABASE_URL: '', TALLY_SQLITE_PATH: path },
+      open: { sqlitePath: path },
+      drop: async () => rmSync(path, { force: true }),
+    };
   }
-  const db = `t_${name}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 60);
+  const db = `t_${name}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 60);
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${db}"`);
@@ -84,7 +106,13 @@ export class OrchestratorHarness {
     this.authority = await ServiceProcess.start({
       service: 'budget-authority',
       readyTimeoutMs: 120_000,
-      env: { NATS_URL: sharedNatsUrl(), TALLY_NAMESPACE: this.namespace, TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024), TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'), ...db.env },
+      env: {
+        NATS_URL: sharedNatsUrl(),
+        TALLY_NAMESPACE: this.namespace,
+        TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+        TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
+        ...db.env,
+      },
     });
     return this.authority;
   }
@@ -103,7 +131,8 @@ export class OrchestratorHarness {
     const started: ServiceProcess[] = [];
     for (let i = 0; i < count; i++) {
       const index = this.processes.length;
-      if (this.providers.length === 0 || (this.options.providerPerProcess && !this.providers[index])) this.providers[index] = await ScriptedProvider.start();
+      if (this.providers.length === 0 || (this.options.providerPerProcess && !this.providers[index]))
+        this.providers[index] = await ScriptedProvider.start();
       started.push(await this.startOne(index, env));
     }
     return started;
@@ -111,7 +140,11 @@ export class OrchestratorHarness {
 
   /** Starts (or restarts) the process at `index`, on the same namespace, database and provider. */
   async startOne(index: number, env: Record<string, string> = {}): Promise<ServiceProcess> {
-    const svc = await ServiceProcess.start({ service: 'agent-orchestrator', readyTimeoutMs: 120_000, env: await this.envFor(index, env) });
+    const svc = await ServiceProcess.start({
+      service: 'agent-orchestrator',
+      readyTimeoutMs: 120_000,
+      env: await this.envFor(index, env),
+    });
     this.processes[index] = svc;
     return svc;
   }
@@ -154,13 +187,24 @@ export class OrchestratorHarness {
   }
 
   async post(path: string, body: unknown, url = this.url): Promise<{ status: number; body: Record<string, unknown> }> {
-    const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> };
   }
 
-  async get(path: string, url = this.url): Promise<{ status: number; body: Record<string, unknown>; contentType: string | null }> {
+  async get(
+    path: string,
+    url = this.url,
+  ): Promise<{ status: number; body: Record<string, unknown>; contentType: string | null }> {
     const res = await fetch(`${url}${path}`);
-    return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown>, contentType: res.headers.get('content-type') };
+    return {
+      status: res.status,
+      body: (await res.json().catch(() => ({}))) as Record<string, unknown>,
+      contentType: res.headers.get('content-type'),
+    };
   }
 
   /** Polls until `check` returns a value (not undefined), or fails after timeoutMs. */
@@ -176,23 +220,36 @@ export class OrchestratorHarness {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${this.processes.map((p) => p.logs().slice(-4_000)).join('\n----\n')}`);
+    throw new Error(
+      `timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${this.processes.map((p) => p.logs().slice(-4_000)).join('\n----\n')}`,
+    );
   }
 
   /** Waits until the unit's status (from the projection) is terminal, and returns it. */
   async terminal(workId: string, timeoutMs = 90_000): Promise<Record<string, unknown>> {
-    return this.eventually(`work ${workId} to end`, async () => {
-      const { status, body } = await this.get(`/v1/work/${workId}`);
-      return status === 200 && ['completed', 'failed', 'aborted'].includes(body['status'] as string) ? body : undefined;
-    }, timeoutMs);
+    return this.eventually(
+      `work ${workId} to end`,
+      async () => {
+        const { status, body } = await this.get(`/v1/work/${workId}`);
+        return status === 200 && ['completed', 'failed', 'aborted'].includes(body['status'] as string)
+          ? body
+          : undefined;
+      },
+      timeoutMs,
+    );
   }
 
   /** The session log once its turn card for `workId` is projected. */
-  async sessionLog(sessionId: string, workId: string): Promise<{ entries: Record<string, unknown>[]; warnings: unknown[] }> {
+  async sessionLog(
+    sessionId: string,
+    workId: string,
+  ): Promise<{ entries: Record<string, unknown>[]; warnings: unknown[] }> {
     return this.eventually(`session ${sessionId} log`, async () => {
       const { status, body } = await this.get(`/v1/sessions/${sessionId}/log`);
       const entries = (body['entries'] ?? []) as Record<string, unknown>[];
-      return status === 200 && entries.some((e) => e['kind'] === 'turn-card' && e['work_id'] === workId) ? (body as unknown as { entries: Record<string, unknown>[]; warnings: unknown[] }) : undefined;
+      return status === 200 && entries.some((e) => e['kind'] === 'turn-card' && e['work_id'] === workId)
+        ? (body as unknown as { entries: Record<string, unknown>[]; warnings: unknown[] })
+        : undefined;
     });
   }
 

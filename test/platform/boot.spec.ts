@@ -4,7 +4,13 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deleteNamespaceStreams, ServiceProcess, sharedNatsUrl, uniqueNamespace, type ServiceName } from '@tally/testing';
+import {
+  deleteNamespaceStreams,
+  ServiceProcess,
+  sharedNatsUrl,
+  uniqueNamespace,
+  type ServiceName,
+} from '@tally/testing';
 
 const dir = mkdtempSync(join(tmpdir(), 'tally-boot-'));
 const running: ServiceProcess[] = [];
@@ -29,7 +35,11 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 
 describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot', (service) => {
   it('bad config stops boot with exit code 78 and a message naming the setting, without a stack trace', async () => {
-    const bad = await ServiceProcess.start({ service, env: env({ NATS_URL: 'http://not-nats', LOG_LEVEL: 'chatty' }), waitReady: false });
+    const bad = await ServiceProcess.start({
+      service,
+      env: env({ NATS_URL: 'http://not-nats', LOG_LEVEL: 'chatty' }),
+      waitReady: false,
+    });
     expect(await bad.waitExit(60_000)).toBe(78);
     const output = bad.logs();
     expect(output).toContain('Invalid Tally configuration');
@@ -39,19 +49,32 @@ describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot'
   });
 
   it('an unreachable NATS stops boot with exit code 69 and says what to start', async () => {
-    const down = await ServiceProcess.start({ service, env: env({ NATS_URL: 'nats://127.0.0.1:9', TALLY__NATS__CONNECT_TIMEOUT_MS: '500' }), waitReady: false });
+    const down = await ServiceProcess.start({
+      service,
+      env: env({ NATS_URL: 'nats://127.0.0.1:9', TALLY__NATS__CONNECT_TIMEOUT_MS: '500' }),
+      waitReady: false,
+    });
     expect(await down.waitExit(60_000)).toBe(69);
-    expect(down.logs()).toMatch(/NATS at nats:\/\/127\.0\.0\.1:9 is not available\. Start a nats-server with JetStream/);
+    expect(down.logs()).toMatch(
+      /NATS at nats:\/\/127\.0\.0\.1:9 is not available\. Start a nats-server with JetStream/,
+    );
   });
 
   it('serves /healthz, /readyz with the durability report, /metrics and /openapi.json', async () => {
     const svc = await ServiceProcess.start({ service, env: env() });
     running.push(svc);
     expect(await (await fetch(`${svc.url}/healthz`)).json()).toEqual({ status: 'ok' });
-    const ready = (await (await fetch(`${svc.url}/readyz`)).json()) as { status: string; checks: Record<string, { ok: boolean; details: Record<string, unknown> }> };
+    const ready = (await (await fetch(`${svc.url}/readyz`)).json()) as {
+      status: string;
+      checks: Record<string, { ok: boolean; details: Record<string, unknown> }>;
+    };
     expect(ready.status).toBe('ready');
     expect(ready.checks['database']!.ok).toBe(true);
-    const durability = ready.checks['nats']!.details['durability'] as { server_version: string; acks_backed_by_fsync: boolean; streams: { replicas: number }[] };
+    const durability = ready.checks['nats']!.details['durability'] as {
+      server_version: string;
+      acks_backed_by_fsync: boolean;
+      streams: { replicas: number }[];
+    };
     expect(durability.server_version).toMatch(/^\d+\.\d+\.\d+/);
     expect(typeof durability.acks_backed_by_fsync).toBe('boolean');
     expect(durability.streams.length).toBeGreaterThanOrEqual(5);
@@ -66,8 +89,8 @@ describe('concurrent boot', () => {
   it('two replicas of each service starting at once on one fresh database all boot: migrations take turns', async () => {
     const shared = env();
     const services = await Promise.all(
-      (['budget-authority', 'budget-authority', 'agent-orchestrator', 'agent-orchestrator'] as const).map((service, i) =>
-        ServiceProcess.start({ service, env: { ...shared, LOG_LEVEL: i === 0 ? 'warn' : 'error' } }),
+      (['budget-authority', 'budget-authority', 'agent-orchestrator', 'agent-orchestrator'] as const).map(
+        (service, i) => ServiceProcess.start({ service, env: { ...shared, LOG_LEVEL: i === 0 ? 'warn' : 'error' } }),
       ),
     );
     running.push(...services);

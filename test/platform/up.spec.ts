@@ -10,7 +10,10 @@ import { join } from 'node:path';
 import { freePort, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 
 function runUp(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', './tools/register.mjs', 'apps/cli/src/main.ts', 'up'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', './tools/register.mjs', 'apps/cli/src/main.ts', 'up'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));

@@ -6,21 +6,45 @@ import { PROBLEM_JSON_SCHEMA } from '@tally/platform-app';
 const json = (schema: Record<string, unknown>) => ({ 'application/json': { schema } });
 const problem = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } });
+const idParam = (name: string, description: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+});
 const notFound = { description: 'No such work unit or session', content: problem };
 const money = MONEY_JSON_SCHEMA;
 
 const schemas: Record<string, unknown> = {
   Problem: PROBLEM_JSON_SCHEMA,
-  RouteLeg: { type: 'object', required: ['provider', 'model'], additionalProperties: false, properties: { provider: { type: 'string', minLength: 1, maxLength: 64 }, model: { type: 'string', minLength: 1, maxLength: 128 } } },
-  Message: { type: 'object', required: ['role', 'content'], additionalProperties: false, properties: { role: { enum: ['system', 'user', 'assistant'] }, content: { type: 'string', maxLength: 1000000 } } },
+  RouteLeg: {
+    type: 'object',
+    required: ['provider', 'model'],
+    additionalProperties: false,
+    properties: {
+      provider: { type: 'string', minLength: 1, maxLength: 64 },
+      model: { type: 'string', minLength: 1, maxLength: 128 },
+    },
+  },
+  Message: {
+    type: 'object',
+    required: ['role', 'content'],
+    additionalProperties: false,
+    properties: { role: { enum: ['system', 'user', 'assistant'] }, content: { type: 'string', maxLength: 1000000 } },
+  },
   Limits: {
     type: 'object',
     additionalProperties: false,
     properties: {
       max_retries: { type: 'integer', minimum: 0, maximum: 20 },
       run_retry_attempts: { type: 'integer', minimum: 0, maximum: 20 },
-      dispatch_ceiling: { type: 'integer', minimum: 1, maximum: 1000, description: 'Defaults to (max_retries + 1) × (run_retry_attempts + 1)' },
+      dispatch_ceiling: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 1000,
+        description: 'Defaults to (max_retries + 1) × (run_retry_attempts + 1)',
+      },
       max_tokens: { type: 'integer', minimum: 1, maximum: 1000000 },
       timeout_ms: { type: 'integer', minimum: 100, maximum: 3600000 },
     },
@@ -30,16 +54,35 @@ const schemas: Record<string, unknown> = {
     required: ['purpose', 'token', 'route', 'messages'],
     additionalProperties: false,
     properties: {
-      work_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Idempotency key; generated when absent' },
+      work_id: {
+        type: 'string',
+        pattern: '^[A-Za-z0-9_-]{1,64}$',
+        description: 'Idempotency key; generated when absent',
+      },
       session_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Defaults to the work id' },
       purpose: { enum: ['plan', 'execute', 'summarize', 'verify', 'voice_synthesis'] },
-      token: { type: 'string', minLength: 1, maxLength: 16384, description: 'The capability token the budget authority issued' },
-      route: { type: 'array', minItems: 1, maxItems: 8, items: ref('RouteLeg'), description: 'Ordered legs; later legs are fallbacks' },
+      token: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 16384,
+        description: 'The capability token the budget authority issued',
+      },
+      route: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 8,
+        items: ref('RouteLeg'),
+        description: 'Ordered legs; later legs are fallbacks',
+      },
       messages: { type: 'array', minItems: 1, maxItems: 1000, items: ref('Message') },
       limits: ref('Limits'),
     },
   },
-  Accepted: { type: 'object', required: ['work_id', 'status'], properties: { work_id: { type: 'string' }, status: { const: 'queued' } } },
+  Accepted: {
+    type: 'object',
+    required: ['work_id', 'status'],
+    properties: { work_id: { type: 'string' }, status: { const: 'queued' } },
+  },
   WorkStatus: {
     type: 'object',
     required: ['work_id', 'status'],
@@ -51,7 +94,11 @@ const schemas: Record<string, unknown> = {
       output: { type: 'string' },
     },
   },
-  Usage: { type: 'object', required: ['input_tokens', 'output_tokens'], properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' }, cost_units: money } },
+  Usage: {
+    type: 'object',
+    required: ['input_tokens', 'output_tokens'],
+    properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' }, cost_units: money },
+  },
   Attempt: {
     type: 'object',
     required: ['ordinal', 'reason', 'domain', 'settlement', 'latency_ms', 'provider', 'model'],
@@ -65,7 +112,10 @@ const schemas: Record<string, unknown> = {
       error: { type: 'string' },
       provider: { type: 'string' },
       model: { type: 'string' },
-      hold_id: { type: 'string', description: "The budget authority's hold; prefixed 'unmetered:' when no authority admitted it" },
+      hold_id: {
+        type: 'string',
+        description: "The budget authority's hold; prefixed 'unmetered:' when no authority admitted it",
+      },
     },
   },
   Receipt: {
@@ -81,20 +131,57 @@ const schemas: Record<string, unknown> = {
       metered: { type: 'boolean', description: 'False when any attempt ran in unmetered mode' },
     },
   },
-  Messages: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: { type: 'object', required: ['role', 'content'], properties: { role: { type: 'string' }, content: { type: 'string' } } } } } },
+  Messages: {
+    type: 'object',
+    required: ['messages'],
+    properties: {
+      messages: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['role', 'content'],
+          properties: { role: { type: 'string' }, content: { type: 'string' } },
+        },
+      },
+    },
+  },
   SessionLog: {
     type: 'object',
     required: ['entries', 'warnings'],
     properties: {
-      entries: { type: 'array', items: { type: 'object', required: ['kind'], properties: { kind: { enum: ['header', 'message', 'receipt', 'turn-card'] } }, additionalProperties: true } },
-      warnings: { type: 'array', items: { type: 'object', properties: { sequence: { type: 'integer' }, work_id: { type: 'string' }, event_type: { type: 'string' }, message: { type: 'string' } } } },
+      entries: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['kind'],
+          properties: { kind: { enum: ['header', 'message', 'receipt', 'turn-card'] } },
+          additionalProperties: true,
+        },
+      },
+      warnings: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: {
+            sequence: { type: 'integer' },
+            work_id: { type: 'string' },
+            event_type: { type: 'string' },
+            message: { type: 'string' },
+          },
+        },
+      },
     },
   },
 };
 
 export const orchestratorOpenApi: Record<string, unknown> = {
   openapi: '3.1.0',
-  info: { title: 'Tally agent-orchestrator', version: '0.1.0', description: 'Runs work units on dispatch workers under the budget authority; every dispatch attempt has a receipt.' },
+  info: {
+    title: 'Tally agent-orchestrator',
+    version: '0.1.0',
+    description:
+      'Runs work units on dispatch workers under the budget authority; every dispatch attempt has a receipt.',
+  },
   paths: {
     '/v1/work': {
       post: {
@@ -109,31 +196,77 @@ export const orchestratorOpenApi: Record<string, unknown> = {
       },
     },
     '/v1/work/{id}': {
-      get: { operationId: 'getWork', parameters: [idParam('id', 'Work id')], responses: { '200': { description: 'Status', content: json(ref('WorkStatus')) }, '404': notFound } },
+      get: {
+        operationId: 'getWork',
+        parameters: [idParam('id', 'Work id')],
+        responses: { '200': { description: 'Status', content: json(ref('WorkStatus')) }, '404': notFound },
+      },
     },
     '/v1/work/{id}/receipt': {
-      get: { operationId: 'getWorkReceipt', parameters: [idParam('id', 'Work id')], responses: { '200': { description: 'The receipt: every dispatch attempt', content: json(ref('Receipt')) }, '404': notFound } },
+      get: {
+        operationId: 'getWorkReceipt',
+        parameters: [idParam('id', 'Work id')],
+        responses: {
+          '200': { description: 'The receipt: every dispatch attempt', content: json(ref('Receipt')) },
+          '404': notFound,
+        },
+      },
     },
     '/v1/work/{id}/abort': {
       post: {
         operationId: 'abortWork',
         parameters: [idParam('id', 'Work id')],
         responses: {
-          '202': { description: 'Abort recorded; the call in flight is cancelled', content: json({ type: 'object', properties: { work_id: { type: 'string' }, abort: { const: 'requested' } } }) },
+          '202': {
+            description: 'Abort recorded; the call in flight is cancelled',
+            content: json({
+              type: 'object',
+              properties: { work_id: { type: 'string' }, abort: { const: 'requested' } },
+            }),
+          },
           '404': notFound,
           '409': { description: 'The unit already ended', content: problem },
         },
       },
     },
     '/v1/sessions/{id}/messages': {
-      get: { operationId: 'getSessionMessages', parameters: [idParam('id', 'Session id')], responses: { '200': { description: 'The messages a model is shown (never receipts)', content: json(ref('Messages')) }, '404': notFound } },
+      get: {
+        operationId: 'getSessionMessages',
+        parameters: [idParam('id', 'Session id')],
+        responses: {
+          '200': { description: 'The messages a model is shown (never receipts)', content: json(ref('Messages')) },
+          '404': notFound,
+        },
+      },
     },
     '/v1/sessions/{id}/log': {
-      get: { operationId: 'getSessionLog', parameters: [idParam('id', 'Session id')], responses: { '200': { description: 'Header, then per unit: prompt, receipt, reply, turn card', content: json(ref('SessionLog')) }, '404': notFound } },
+      get: {
+        operationId: 'getSessionLog',
+        parameters: [idParam('id', 'Session id')],
+        responses: {
+          '200': {
+            description: 'Header, then per unit: prompt, receipt, reply, turn card',
+            content: json(ref('SessionLog')),
+          },
+          '404': notFound,
+        },
+      },
     },
     '/healthz': { get: { operationId: 'healthz', responses: { '200': { description: 'Alive' } } } },
-    '/readyz': { get: { operationId: 'readyz', responses: { '200': { description: 'Ready, with the durability report' }, '503': { description: 'Not ready' } } } },
-    '/metrics': { get: { operationId: 'metrics', responses: { '200': { description: 'Prometheus metrics', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+    '/readyz': {
+      get: {
+        operationId: 'readyz',
+        responses: { '200': { description: 'Ready, with the durability report' }, '503': { description: 'Not ready' } },
+      },
+    },
+    '/metrics': {
+      get: {
+        operationId: 'metrics',
+        responses: {
+          '200': { description: 'Prometheus metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
+        },
+      },
+    },
   },
   components: { schemas },
 };

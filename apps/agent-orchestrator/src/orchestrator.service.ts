@@ -21,7 +21,6 @@ import { WorkSubmission } from './work/work-submission.js';
 @Module({})
 class OrchestratorModule {}
 
-
 export async function orchestratorService(config: TallyConfig): Promise<ServiceDefinition> {
   let runtime: OrchestratorRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildRuntime(ctx));
@@ -46,7 +45,12 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       // Tasks stop in list order: the submission subject stops taking work before the workers drain.
       const workers = await startWorkers(rt);
       const o = ctx.config.orchestrator;
-      const sweeper = startQueuedSweeper(rt, { intervalMs: o.queued_sweep_interval_ms, graceMs: o.queued_grace_ms, batchMax: o.queued_sweep_batch_max, publishTimeoutMs: ctx.config.nats.publish_timeout_ms });
+      const sweeper = startQueuedSweeper(rt, {
+        intervalMs: o.queued_sweep_interval_ms,
+        graceMs: o.queued_grace_ms,
+        batchMax: o.queued_sweep_batch_max,
+        publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
+      });
       return [await startSubmissionServer(rt), sweeper, ...workers];
     },
   };
@@ -55,19 +59,34 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
 async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> {
   const { config, logger, nats, readiness } = rt.ctx;
   const mode = config.orchestrator.budget_mode;
-  readiness.add({ name: 'budget', check: async () => ({ ok: true, details: { mode, workers: config.orchestrator.run_workers } }) });
+  readiness.add({
+    name: 'budget',
+    check: async () => ({ ok: true, details: { mode, workers: config.orchestrator.run_workers } }),
+  });
   if (!config.orchestrator.run_workers) {
-    logger.event('info', 'dispatch workers disabled (orchestrator.run_workers=false): this replica serves the API only');
+    logger.event(
+      'info',
+      'dispatch workers disabled (orchestrator.run_workers=false): this replica serves the API only',
+    );
     return [];
   }
   const gateway = new ProviderRegistry(config.providers, { ...DEFAULT_GATEWAY_OPTIONS, env: process.env });
   let budget: BudgetPort;
   let client: JetStreamCommandClient | undefined;
   if (mode === 'unmetered') {
-    logger.event('warn', 'UNMETERED budget mode: paid dispatches are NOT admitted or settled by the budget authority. Use only for benchmarks and local experiments; receipts say metered=false (docs/adr/0005).', { budget_mode: mode });
+    logger.event(
+      'warn',
+      'UNMETERED budget mode: paid dispatches are NOT admitted or settled by the budget authority. Use only for benchmarks and local experiments; receipts say metered=false (docs/adr/0005).',
+      { budget_mode: mode },
+    );
     budget = new UnmeteredBudgetPort();
   } else {
-    client = await new JetStreamCommandClient(nats.nc, { names: nats.names, publishTimeoutMs: config.nats.publish_timeout_ms, cacheTimeoutMs: 2_000, cachePollMs: 50 }).start();
+    client = await new JetStreamCommandClient(nats.nc, {
+      names: nats.names,
+      publishTimeoutMs: config.nats.publish_timeout_ms,
+      cacheTimeoutMs: 2_000,
+      cachePollMs: 50,
+    }).start();
     budget = new JetStreamBudgetPort(client, { replyTimeoutMs: config.orchestrator.budget_timeout_ms, attemptsMax: 3 });
   }
   const workers = await startDispatchWorkers(rt, { gateway, prices: gateway, budget });

@@ -1,9 +1,19 @@
 // What the HTTP and command adapters need from the budget application: one port, so the
 // adapters stay thin and the composition root decides how the application is built.
-import type { AdmitCommand, AdmitDecision, IssueCapabilityCommand, IssuedCapability, PublicKeyDescription, Revoked, SettleCommand, SettleResult } from '@tally/budget-application';
+import type {
+  AdmitCommand,
+  AdmitDecision,
+  IssueCapabilityCommand,
+  IssuedCapability,
+  PublicKeyDescription,
+  Revoked,
+  SettleCommand,
+  SettleResult,
+} from '@tally/budget-application';
 import type { Rejection } from '@tally/budget-domain';
 
-export type Refusable<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly rejection: Rejection };
+export type Refusable<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly rejection: Rejection };
 
 export interface AuthorityPort {
   issue(command: IssueCapabilityCommand): Promise<Refusable<IssuedCapability>>;

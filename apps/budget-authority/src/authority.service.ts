@@ -26,7 +26,10 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx)),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
-      const commands = await startCommandServer(ctx, authority, { ...COMMAND_LIMITS, replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.max_bytes) });
+      const commands = await startCommandServer(ctx, authority, {
+        ...COMMAND_LIMITS,
+        replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.max_bytes),
+      });
       return [commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority)];
     },
   };

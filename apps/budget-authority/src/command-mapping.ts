@@ -3,28 +3,42 @@
 // read and answer exactly alike. Cross-field rules the DTOs cannot state are checked
 // here and reported as field errors, like any other validation failure.
 import { createHash } from 'node:crypto';
-import { moneyFromWire, moneyToWire, type AdmitCommandDto, type FieldError, type IssueCapabilityDto, type SettleCommandDto } from '@tally/contracts';
+import {
+  moneyFromWire,
+  moneyToWire,
+  type AdmitCommandDto,
+  type FieldError,
+  type IssueCapabilityDto,
+  type SettleCommandDto,
+} from '@tally/contracts';
 import type { AdmitCommand, AdmitDecision, IssueCapabilityCommand, SettleCommand } from '@tally/budget-application';
 import type { AdmitContext, Grant, SettleOutcome } from '@tally/budget-domain';
 import { canonicalJson } from '@tally/budget-infrastructure';
 
-export type Mapped<T> = { readonly ok: true; readonly command: T } | { readonly ok: false; readonly errors: FieldError[] };
+export type Mapped<T> =
+  { readonly ok: true; readonly command: T } | { readonly ok: false; readonly errors: FieldError[] };
 
 /** The hash an execution nonce and a hold are bound to: SHA-256 of the canonical JSON of the parameters. */
 export function parametersHash(parameters: Record<string, unknown> | undefined): string {
-  return createHash('sha256').update(canonicalJson(parameters ?? {})).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(parameters ?? {}))
+    .digest('hex');
 }
 
 export function toAdmitCommand(dto: AdmitCommandDto, commandId: string): Mapped<AdmitCommand> {
   const errors: FieldError[] = [];
   let context: AdmitContext = { kind: 'standalone' };
   if (dto.context?.kind === 'session') {
-    if (dto.context.session_id === undefined) errors.push({ field: 'context.session_id', message: 'session_id is required when kind is session' });
+    if (dto.context.session_id === undefined)
+      errors.push({ field: 'context.session_id', message: 'session_id is required when kind is session' });
     else context = { kind: 'session', session_id: dto.context.session_id };
   }
   const hash = parametersHash(dto.parameters);
   if (dto.parameters_hash !== undefined && dto.parameters !== undefined && dto.parameters_hash !== hash) {
-    errors.push({ field: 'parameters_hash', message: 'parameters_hash does not match the SHA-256 of the canonical JSON of parameters' });
+    errors.push({
+      field: 'parameters_hash',
+      message: 'parameters_hash does not match the SHA-256 of the canonical JSON of parameters',
+    });
   }
   if (errors.length > 0) return { ok: false, errors };
   return {
@@ -45,12 +59,19 @@ export function toAdmitCommand(dto: AdmitCommandDto, commandId: string): Mapped<
 
 export function toSettleCommand(dto: SettleCommandDto, commandId: string): Mapped<SettleCommand> {
   const o = dto.outcome;
-  const missing = (field: string): Mapped<SettleCommand> => ({ ok: false, errors: [{ field: `outcome.${field}`, message: `${field} is required when kind is ${o.kind}` }] });
+  const missing = (field: string): Mapped<SettleCommand> => ({
+    ok: false,
+    errors: [{ field: `outcome.${field}`, message: `${field} is required when kind is ${o.kind}` }],
+  });
   let outcome: SettleOutcome;
   switch (o.kind) {
     case 'completed':
       if (o.cost_units === undefined) return missing('cost_units');
-      outcome = { kind: 'completed', cost_units: moneyFromWire(o.cost_units)!, ...(o.currency === undefined ? {} : { currency: o.currency }) };
+      outcome = {
+        kind: 'completed',
+        cost_units: moneyFromWire(o.cost_units)!,
+        ...(o.currency === undefined ? {} : { currency: o.currency }),
+      };
       break;
     case 'failed_after_dispatch':
       if (o.failure === undefined) return missing('failure');
@@ -72,7 +93,9 @@ export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | unde
     server_id: g.server_id,
     tool_name: g.tool_name,
     ...(g.max_invocations === undefined ? {} : { max_invocations: g.max_invocations }),
-    ...(g.max_cost_per_invocation === undefined ? {} : { max_cost_per_invocation: moneyFromWire(g.max_cost_per_invocation)! }),
+    ...(g.max_cost_per_invocation === undefined
+      ? {}
+      : { max_cost_per_invocation: moneyFromWire(g.max_cost_per_invocation)! }),
     ...(g.max_total_cost_units === undefined ? {} : { max_total_cost_units: moneyFromWire(g.max_total_cost_units)! }),
     ...(g.currency === undefined ? {} : { currency: g.currency }),
   }));

@@ -8,7 +8,10 @@ const money = MONEY_JSON_SCHEMA;
 const signedMoney = { oneOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]{1,30}$' }] };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown) => ({ content: { 'application/json': { schema } } });
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ref('Problem') } } });
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ref('Problem') } },
+});
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 
 const schemas = {
@@ -39,12 +42,22 @@ const schemas = {
   IssuedCapability: {
     type: 'object',
     required: ['id', 'token', 'expires_at', 'grants'],
-    properties: { id: { type: 'string' }, root_id: { type: 'string' }, token: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' }, grants: { type: 'array', items: ref('Grant') } },
+    properties: {
+      id: { type: 'string' },
+      root_id: { type: 'string' },
+      token: { type: 'string' },
+      expires_at: { type: 'string', format: 'date-time' },
+      grants: { type: 'array', items: ref('Grant') },
+    },
   },
   Revoked: {
     type: 'object',
     required: ['id', 'revoked_at', 'revoked_descendants'],
-    properties: { id: { type: 'string' }, revoked_at: { type: 'string', format: 'date-time' }, revoked_descendants: { type: 'array', items: { type: 'string' } } },
+    properties: {
+      id: { type: 'string' },
+      revoked_at: { type: 'string', format: 'date-time' },
+      revoked_descendants: { type: 'array', items: { type: 'string' } },
+    },
   },
   Usage: {
     type: 'object',
@@ -55,7 +68,14 @@ const schemas = {
         type: 'array',
         items: {
           type: 'object',
-          required: ['grant_index', 'invocation_count', 'exposed_cost_units', 'realized_cost_units', 'committed_cost_units', 'currency'],
+          required: [
+            'grant_index',
+            'invocation_count',
+            'exposed_cost_units',
+            'realized_cost_units',
+            'committed_cost_units',
+            'currency',
+          ],
           properties: {
             grant_index: { type: 'integer' },
             invocation_count: { type: 'integer' },
@@ -93,7 +113,10 @@ const schemas = {
       grant_index: { type: 'integer' },
       commit_index: { type: 'integer', description: 'the stream sequence of the event' },
       occurred_at: { type: 'string', format: 'date-time' },
-      cause: { type: ['string', 'null'], description: 'why an undo happened: expired, reconciled, nonce_preflight, payment_declined, …' },
+      cause: {
+        type: ['string', 'null'],
+        description: 'why an undo happened: expired, reconciled, nonce_preflight, payment_declined, …',
+      },
       invocation_delta: { type: 'integer' },
       exposed_delta_units: signedMoney,
       realized_delta_units: signedMoney,
@@ -111,7 +134,14 @@ const schemas = {
       parameters_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
       requested_cost: money,
       execution_nonce: { type: 'string' },
-      context: { type: 'object', properties: { kind: { enum: ['standalone', 'session'] }, session_id: { type: 'string' }, work_id: { type: 'string' } } },
+      context: {
+        type: 'object',
+        properties: {
+          kind: { enum: ['standalone', 'session'] },
+          session_id: { type: 'string' },
+          work_id: { type: 'string' },
+        },
+      },
     },
   },
   Decision: {
@@ -168,17 +198,39 @@ const schemas = {
   Keys: {
     type: 'object',
     required: ['keys'],
-    properties: { keys: { type: 'array', items: { type: 'object', required: ['key_id', 'algorithm', 'public_key'], properties: { key_id: { type: 'string' }, algorithm: { const: 'ed25519' }, public_key: { type: 'string' } } } } },
+    properties: {
+      keys: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['key_id', 'algorithm', 'public_key'],
+          properties: { key_id: { type: 'string' }, algorithm: { const: 'ed25519' }, public_key: { type: 'string' } },
+        },
+      },
+    },
   },
   Faults: {
     type: 'object',
-    description: 'test-only (authority.fault_injection): configures the simulated rail and the lost-acknowledgement decorator of this process',
+    description:
+      'test-only (authority.fault_injection): configures the simulated rail and the lost-acknowledgement decorator of this process',
     properties: {
-      rail: { type: 'object', properties: { authorize: { type: 'string' }, release: { type: 'string' }, capture: { type: 'string' } } },
+      rail: {
+        type: 'object',
+        properties: { authorize: { type: 'string' }, release: { type: 'string' }, capture: { type: 'string' } },
+      },
       references: { type: 'object', additionalProperties: { type: 'object' } },
-      lost_acks: { type: 'object', properties: { kinds: { type: 'array', items: { enum: ['capture', 'cancellation', 'reverse'] } }, losses_max: { type: 'integer' } } },
+      lost_acks: {
+        type: 'object',
+        properties: {
+          kinds: { type: 'array', items: { enum: ['capture', 'cancellation', 'reverse'] } },
+          losses_max: { type: 'integer' },
+        },
+      },
       release_blocked_authorizations: { type: 'boolean' },
-      kill_projection_thread: { type: 'boolean', description: 'ends the projection worker thread abruptly; the service restarts it' },
+      kill_projection_thread: {
+        type: 'boolean',
+        description: 'ends the projection worker thread abruptly; the service restarts it',
+      },
       reset: { type: 'boolean' },
     },
   },
@@ -186,31 +238,60 @@ const schemas = {
 
 export const authorityOpenApi: Record<string, unknown> = {
   openapi: '3.1.0',
-  info: { title: 'Tally budget-authority', version: '0.1.0', description: 'Issues signed capabilities and admits paid invocations.' },
+  info: {
+    title: 'Tally budget-authority',
+    version: '0.1.0',
+    description: 'Issues signed capabilities and admits paid invocations.',
+  },
   paths: {
     '/v1/capabilities': {
       post: {
         operationId: 'issueCapability',
         summary: 'Issue a capability, or delegate one with parent_id (it only narrows)',
         requestBody: { required: true, ...json(ref('IssueCapability')) },
-        responses: { 201: { description: 'issued', ...json(ref('IssuedCapability')) }, 400: problem('invalid input'), 404: problem('unknown parent'), 422: problem('refused by the delegation rules') },
+        responses: {
+          201: { description: 'issued', ...json(ref('IssuedCapability')) },
+          400: problem('invalid input'),
+          404: problem('unknown parent'),
+          422: problem('refused by the delegation rules'),
+        },
       },
     },
     '/v1/capabilities/{id}/revoke': {
       post: {
         operationId: 'revokeCapability',
         parameters: [idParam],
-        responses: { 200: { description: 'revoked with all descendants', ...json(ref('Revoked')) }, 404: problem('unknown capability') },
+        responses: {
+          200: { description: 'revoked with all descendants', ...json(ref('Revoked')) },
+          404: problem('unknown capability'),
+        },
       },
     },
     '/v1/capabilities/{id}/usage': {
-      get: { operationId: 'capabilityUsage', parameters: [idParam], responses: { 200: { description: 'usage per grant', ...json(ref('Usage')) }, 404: problem('unknown capability') } },
+      get: {
+        operationId: 'capabilityUsage',
+        parameters: [idParam],
+        responses: {
+          200: { description: 'usage per grant', ...json(ref('Usage')) },
+          404: problem('unknown capability'),
+        },
+      },
     },
     '/v1/capabilities/{id}/events': {
       get: {
         operationId: 'capabilityEvents',
-        parameters: [idParam, { name: 'grant_index', in: 'query', schema: { type: 'integer', minimum: 0 } }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000 } }],
-        responses: { 200: { description: 'mutation events, newest first', ...json({ type: 'object', properties: { events: { type: 'array', items: ref('MutationEvent') } } }) }, 404: problem('unknown capability') },
+        parameters: [
+          idParam,
+          { name: 'grant_index', in: 'query', schema: { type: 'integer', minimum: 0 } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+        ],
+        responses: {
+          200: {
+            description: 'mutation events, newest first',
+            ...json({ type: 'object', properties: { events: { type: 'array', items: ref('MutationEvent') } } }),
+          },
+          404: problem('unknown capability'),
+        },
       },
     },
     '/v1/admissions': {
@@ -219,7 +300,10 @@ export const authorityOpenApi: Record<string, unknown> = {
         summary: 'The HTTP twin of the Admit command; send Idempotency-Key to make a retry return the first answer',
         parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
         requestBody: { required: true, ...json(ref('Admission')) },
-        responses: { 200: { description: 'the decision with its signed receipt', ...json(ref('Decision')) }, 400: problem('invalid input') },
+        responses: {
+          200: { description: 'the decision with its signed receipt', ...json(ref('Decision')) },
+          400: problem('invalid input'),
+        },
       },
     },
     '/v1/settlements': {
@@ -228,22 +312,52 @@ export const authorityOpenApi: Record<string, unknown> = {
         summary: 'The HTTP twin of the Settle command',
         parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
         requestBody: { required: true, ...json(ref('Settlement')) },
-        responses: { 200: { description: 'the signed receipt', ...json({ type: 'object', properties: { receipt: ref('Receipt') } }) }, 400: problem('invalid input'), 404: problem('unknown hold') },
+        responses: {
+          200: {
+            description: 'the signed receipt',
+            ...json({ type: 'object', properties: { receipt: ref('Receipt') } }),
+          },
+          400: problem('invalid input'),
+          404: problem('unknown hold'),
+        },
       },
     },
     '/v1/nonces/redeem': {
       post: {
         operationId: 'redeemNonce',
         summary: 'Consume an execution nonce outside an Admit (e.g. at the tool server)',
-        requestBody: { required: true, ...json({ type: 'object', required: ['execution_nonce'], properties: { execution_nonce: { type: 'string' } } }) },
-        responses: { 200: { description: 'whether the nonce was valid and is now consumed', ...json({ type: 'object', properties: { redeemed: { type: 'boolean' } } }) }, 400: problem('invalid input') },
+        requestBody: {
+          required: true,
+          ...json({
+            type: 'object',
+            required: ['execution_nonce'],
+            properties: { execution_nonce: { type: 'string' } },
+          }),
+        },
+        responses: {
+          200: {
+            description: 'whether the nonce was valid and is now consumed',
+            ...json({ type: 'object', properties: { redeemed: { type: 'boolean' } } }),
+          },
+          400: problem('invalid input'),
+        },
       },
     },
     '/v1/receipts/{id}': {
-      get: { operationId: 'receipt', parameters: [idParam], responses: { 200: { description: 'the signed receipt', ...json(ref('Receipt')) }, 404: problem('unknown receipt') } },
+      get: {
+        operationId: 'receipt',
+        parameters: [idParam],
+        responses: {
+          200: { description: 'the signed receipt', ...json(ref('Receipt')) },
+          404: problem('unknown receipt'),
+        },
+      },
     },
     '/v1/keys': {
-      get: { operationId: 'keys', responses: { 200: { description: 'the keys receipts and tokens are signed with', ...json(ref('Keys')) } } },
+      get: {
+        operationId: 'keys',
+        responses: { 200: { description: 'the keys receipts and tokens are signed with', ...json(ref('Keys')) } },
+      },
     },
     '/v1/test/faults': {
       post: {

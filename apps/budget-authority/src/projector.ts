@@ -8,5 +8,11 @@ import { authoritySigner } from './runtime/authority-runtime.js';
 export const projector: ProjectorModule = {
   database: { entities: BUDGET_ENTITIES, migrations: BUDGET_MIGRATIONS },
   specs: ({ config, names, logger }) =>
-    budgetProjectionSpecs(names, authoritySigner(config), (event, why) => logger.event('error', 'budget event the ledger projection cannot place', { event_id: event.event.eventId, sequence: event.sequence, why })),
+    budgetProjectionSpecs(names, authoritySigner(config), (event, why) =>
+      logger.event('error', 'budget event the ledger projection cannot place', {
+        event_id: event.event.eventId,
+        sequence: event.sequence,
+        why,
+      }),
+    ),
 };

@@ -9,7 +9,9 @@ export async function migrate(): Promise<number> {
     const database = await openServiceDatabase(config, set);
     const pending = await database.showMigrations();
     await database.destroy();
-    process.stdout.write(`tally migrate: ${set.service} schema is up to date${pending ? ' (pending migrations remain!)' : ''}\n`);
+    process.stdout.write(
+      `tally migrate: ${set.service} schema is up to date${pending ? ' (pending migrations remain!)' : ''}\n`,
+    );
     if (pending) return 1;
   }
   return 0;

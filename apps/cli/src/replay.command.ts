@@ -26,7 +26,11 @@ export async function replay(args: string[]): Promise<number> {
   const only = serviceIndex >= 0 ? args[serviceIndex + 1] : undefined;
   const sets = projectionSets().filter((s) => !only || s.service === only);
   if (sets.length === 0) {
-    process.stderr.write(`tally replay: no projections for service ${only}; known: ${projectionSets().map((s) => s.service).join(', ')}\n`);
+    process.stderr.write(
+      `tally replay: no projections for service ${only}; known: ${projectionSets()
+        .map((s) => s.service)
+        .join(', ')}\n`,
+    );
     return 2;
   }
   const config = loadConfig();
@@ -46,7 +50,9 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
     replicas: config.streams.replicas,
   });
   if (!(await lease.tryAcquire())) {
-    process.stderr.write(`tally replay: a running ${set.service} holds the projection lease. Stop it, or use --verify to rebuild into a scratch database.\n`);
+    process.stderr.write(
+      `tally replay: a running ${set.service} holds the projection lease. Stop it, or use --verify to rebuild into a scratch database.\n`,
+    );
     await nats.close();
     return false;
   }
@@ -54,8 +60,11 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
   const database = await openServiceDatabaseLocked(config, set, nats, `tally-replay-${process.pid}`);
   try {
     const bars = new Map<string, ProgressBar>();
-    const results = await rebuildAll(nats, database, set.specs(nats.names), (name, done, total) => barFor(bars, name).update(done, total));
-    for (const [name, result] of results) barFor(bars, name).finish(`rebuilt: ${result.events} events, checkpoint ${result.checkpoint}`);
+    const results = await rebuildAll(nats, database, set.specs(nats.names), (name, done, total) =>
+      barFor(bars, name).update(done, total),
+    );
+    for (const [name, result] of results)
+      barFor(bars, name).finish(`rebuilt: ${result.events} events, checkpoint ${result.checkpoint}`);
     return true;
   } finally {
     clearInterval(renew);
@@ -71,9 +80,15 @@ async function verifySet(config: TallyConfig, set: ProjectionSet): Promise<boole
   const scratch = config.database.url ? await openScratchSchema(config, set) : await openScratchFile(config, set);
   try {
     const bars = new Map<string, ProgressBar>();
-    const outcomes = await verifyAll(nats, live, scratch.dataSource, set.specs(nats.names), (name, done, total) => barFor(bars, name).update(done, total));
+    const outcomes = await verifyAll(nats, live, scratch.dataSource, set.specs(nats.names), (name, done, total) =>
+      barFor(bars, name).update(done, total),
+    );
     for (const o of outcomes) {
-      barFor(bars, o.projection).finish(o.equal ? `verified: digest ${o.liveDigest.slice(0, 16)}… at checkpoint ${o.liveCheckpoint}` : `MISMATCH: live ${o.liveDigest.slice(0, 16)}…@${o.liveCheckpoint} vs rebuilt ${o.rebuiltDigest.slice(0, 16)}…@${o.rebuiltCheckpoint}`);
+      barFor(bars, o.projection).finish(
+        o.equal
+          ? `verified: digest ${o.liveDigest.slice(0, 16)}… at checkpoint ${o.liveCheckpoint}`
+          : `MISMATCH: live ${o.liveDigest.slice(0, 16)}…@${o.liveCheckpoint} vs rebuilt ${o.rebuiltDigest.slice(0, 16)}…@${o.rebuiltCheckpoint}`,
+      );
     }
     return outcomes.every((o) => o.equal);
   } finally {
@@ -85,7 +100,10 @@ async function verifySet(config: TallyConfig, set: ProjectionSet): Promise<boole
 
 async function openScratchFile(config: TallyConfig, set: ProjectionSet) {
   const dir = mkdtempSync(join(tmpdir(), 'tally-verify-'));
-  const dataSource = await openServiceDatabase({ ...config, database: { sqlite_path: join(dir, 'scratch.sqlite') } } as TallyConfig, set);
+  const dataSource = await openServiceDatabase(
+    { ...config, database: { sqlite_path: join(dir, 'scratch.sqlite') } } as TallyConfig,
+    set,
+  );
   return {
     dataSource,
     drop: async () => {

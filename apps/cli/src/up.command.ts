@@ -35,7 +35,9 @@ export async function up(options: UpOptions): Promise<number> {
     }
     const store = resolve(options.root, env['TALLY_DATA_DIR'] ?? '.tally', 'nats');
     mkdirSync(store, { recursive: true });
-    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', store], { stdio: 'ignore' });
+    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', store], {
+      stdio: 'ignore',
+    });
     started.push({ name: 'nats-server', child });
     if (!(await waitFor(() => answers('127.0.0.1', natsPort), 10_000))) {
       process.stderr.write(`\nnats-server did not start on port ${natsPort}.\n\n`);
@@ -48,11 +50,23 @@ export async function up(options: UpOptions): Promise<number> {
   }
 
   const services = [
-    { name: 'budget-authority', main: 'apps/budget-authority/src/main.ts', port: Number(env['AUTHORITY_HTTP_PORT'] ?? 7401) },
-    { name: 'agent-orchestrator', main: 'apps/agent-orchestrator/src/main.ts', port: Number(env['ORCHESTRATOR_HTTP_PORT'] ?? 7402) },
+    {
+      name: 'budget-authority',
+      main: 'apps/budget-authority/src/main.ts',
+      port: Number(env['AUTHORITY_HTTP_PORT'] ?? 7401),
+    },
+    {
+      name: 'agent-orchestrator',
+      main: 'apps/agent-orchestrator/src/main.ts',
+      port: Number(env['ORCHESTRATOR_HTTP_PORT'] ?? 7402),
+    },
   ];
   for (const service of services) {
-    const child = spawn(process.execPath, ['--import', './tools/register.mjs', service.main], { cwd: options.root, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', './tools/register.mjs', service.main], {
+      cwd: options.root,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     started.push({ name: service.name, child });
     child.once('exit', (code) => {
       if (code !== null && code !== 0) {
@@ -64,14 +78,21 @@ export async function up(options: UpOptions): Promise<number> {
   for (const service of services) {
     const ready = await waitFor(() => httpOk(`http://127.0.0.1:${service.port}/readyz`), options.readyTimeoutMs);
     if (!ready) {
-      process.stderr.write(`\ntally up: ${service.name} was not ready within ${options.readyTimeoutMs} ms; stopping.\n`);
+      process.stderr.write(
+        `\ntally up: ${service.name} was not ready within ${options.readyTimeoutMs} ms; stopping.\n`,
+      );
       await stopAll();
       return 1;
     }
   }
   // One write, so a reader that sees the banner also sees the addresses.
-  const lines = services.map((s) => `  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`);
-  process.stdout.write(['', 'Tally is up.', ...lines, 'Press Ctrl-C to stop everything this command started.', '', ''].join('\n'));
+  const lines = services.map(
+    (s) =>
+      `  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`,
+  );
+  process.stdout.write(
+    ['', 'Tally is up.', ...lines, 'Press Ctrl-C to stop everything this command started.', '', ''].join('\n'),
+  );
   await new Promise(() => undefined);
   return 0;
 }

@@ -32,7 +32,8 @@ export function IsMoney(options?: ValidationOptions): PropertyDecorator {
           const amount = moneyFromWire(value);
           return amount !== undefined && amount >= 0n;
         },
-        defaultMessage: (args) => `${args?.property} must be a non-negative integer number of minor units (number ≤ 2^53-1 or decimal string)`,
+        defaultMessage: (args) =>
+          `${args?.property} must be a non-negative integer number of minor units (number ≤ 2^53-1 or decimal string)`,
       },
     },
     options,
@@ -84,7 +85,9 @@ export class GrantDto {
 }
 
 export class IssueCapabilityDto {
-  @Matches(/^[A-Za-z0-9_-]{43}$/, { message: 'subject_public_key must be the base64url (unpadded) raw 32-byte Ed25519 public key' })
+  @Matches(/^[A-Za-z0-9_-]{43}$/, {
+    message: 'subject_public_key must be the base64url (unpadded) raw 32-byte Ed25519 public key',
+  })
   subject_public_key!: string;
   @IsInt() @Min(1) @Max(31_536_000) ttl_seconds!: number;
   @ArrayMinSize(1) @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => GrantDto) grants!: GrantDto[];

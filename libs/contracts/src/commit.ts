@@ -48,17 +48,29 @@ const COMMIT_KEYS = new Set(['commit_version', 'events']);
 
 /** Whether a parsed message is the multi-event shape (anything else is read as one envelope). */
 export function isCommitWire(plain: unknown): plain is CommitWire {
-  return plain !== null && typeof plain === 'object' && !Array.isArray(plain) && 'events' in plain && 'commit_version' in plain;
+  return (
+    plain !== null &&
+    typeof plain === 'object' &&
+    !Array.isArray(plain) &&
+    'events' in plain &&
+    'commit_version' in plain
+  );
 }
 
 /** The shape checks of a multi-event commit; undefined when it is well formed. */
 export function commitShapeError(plain: CommitWire): { field: string; message: string } | undefined {
-  for (const key of Object.keys(plain)) if (!COMMIT_KEYS.has(key)) return { field: key, message: `property ${key} should not exist` };
-  if (plain.commit_version !== COMMIT_VERSION) return { field: 'commit_version', message: `commit version ${String(plain.commit_version)} is not supported (${COMMIT_VERSION})` };
+  for (const key of Object.keys(plain))
+    if (!COMMIT_KEYS.has(key)) return { field: key, message: `property ${key} should not exist` };
+  if (plain.commit_version !== COMMIT_VERSION)
+    return {
+      field: 'commit_version',
+      message: `commit version ${String(plain.commit_version)} is not supported (${COMMIT_VERSION})`,
+    };
   if (!Array.isArray(plain.events)) return { field: 'events', message: 'events must be an array' };
   // One event is always written as a plain envelope, so a shorter array is not ours.
   if (plain.events.length < 2) return { field: 'events', message: 'a commit carries at least 2 events' };
-  if (plain.events.length > COMMIT_EVENTS_DECODE_MAX) return { field: 'events', message: `a commit carries at most ${COMMIT_EVENTS_DECODE_MAX} events` };
+  if (plain.events.length > COMMIT_EVENTS_DECODE_MAX)
+    return { field: 'events', message: `a commit carries at most ${COMMIT_EVENTS_DECODE_MAX} events` };
   return undefined;
 }
 

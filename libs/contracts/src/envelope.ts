@@ -1,10 +1,44 @@
 // The event envelope: the wire shape of every event in every Tally stream.
 // Payloads are validated per event type and schema version; an old version is upcast
 // here, in the adapter, so that `evolve` only ever sees the current shape.
-import { IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, isISO8601, isInt, isObject, isString, length, matches, min } from 'class-validator';
-import { assertCommitLimits, assertDistinctEventIds, commitShapeError, COMMIT_VERSION, CommitTooLarge, isCommitWire, type CommitLimits } from './commit.js';
+import {
+  IsISO8601,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Min,
+  isISO8601,
+  isInt,
+  isObject,
+  isString,
+  length,
+  matches,
+  min,
+} from 'class-validator';
+import {
+  assertCommitLimits,
+  assertDistinctEventIds,
+  commitShapeError,
+  COMMIT_VERSION,
+  CommitTooLarge,
+  isCommitWire,
+  type CommitLimits,
+} from './commit.js';
 import { passesFast } from './fast-validation.js';
-import { decodeJson, describeFieldErrors, protoKeyIn, protoKeyInJson, PROTO_KEY_MESSAGE, validatePlain, type Constructor, type Decoded, type FieldError } from './validation.js';
+import {
+  decodeJson,
+  describeFieldErrors,
+  protoKeyIn,
+  protoKeyInJson,
+  PROTO_KEY_MESSAGE,
+  validatePlain,
+  type Constructor,
+  type Decoded,
+  type FieldError,
+} from './validation.js';
 
 const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_.]{0,127}$/;
 const ISO8601_STRICT = { strict: true } as const;
@@ -20,8 +54,18 @@ export class EventEnvelopeDto {
   @IsObject() payload!: Record<string, unknown>;
 }
 
-const ENVELOPE_KEYS = new Set(['event_id', 'type', 'schema_version', 'aggregate_id', 'causation_id', 'correlation_id', 'occurred_at', 'payload']);
-const optionalId = (value: unknown) => value === undefined || value === null || (isString(value) && length(value, 1, 512));
+const ENVELOPE_KEYS = new Set([
+  'event_id',
+  'type',
+  'schema_version',
+  'aggregate_id',
+  'causation_id',
+  'correlation_id',
+  'occurred_at',
+  'payload',
+]);
+const optionalId = (value: unknown) =>
+  value === undefined || value === null || (isString(value) && length(value, 1, 512));
 
 /**
  * The fast path of envelope decoding. It calls the same class-validator functions the
@@ -62,11 +106,16 @@ function fastEnvelopeFrom(plain: unknown): EventEnvelopeDto | undefined {
   const p = plain as Record<string, unknown>;
   for (const key of Object.keys(p)) if (!ENVELOPE_KEYS.has(key)) return undefined;
   const valid =
-    isString(p['event_id']) && length(p['event_id'], 1, 512) &&
-    isString(p['type']) && matches(p['type'] as string, EVENT_TYPE) &&
-    isInt(p['schema_version']) && min(p['schema_version'], 1) &&
-    isString(p['aggregate_id']) && length(p['aggregate_id'], 1, 256) &&
-    optionalId(p['causation_id']) && optionalId(p['correlation_id']) &&
+    isString(p['event_id']) &&
+    length(p['event_id'], 1, 512) &&
+    isString(p['type']) &&
+    matches(p['type'] as string, EVENT_TYPE) &&
+    isInt(p['schema_version']) &&
+    min(p['schema_version'], 1) &&
+    isString(p['aggregate_id']) &&
+    length(p['aggregate_id'], 1, 256) &&
+    optionalId(p['causation_id']) &&
+    optionalId(p['correlation_id']) &&
     isISO8601(p['occurred_at'], ISO8601_STRICT) &&
     isObject(p['payload']);
   return valid ? Object.assign(new EventEnvelopeDto(), p) : undefined;
@@ -173,7 +222,10 @@ export class EventRegistry {
   encodeCommit(events: readonly Omit<EventMessage, 'schemaVersion'>[], limits: CommitLimits): Uint8Array {
     assertCommitLimits(events.length, limits);
     assertDistinctEventIds(events.map((e) => e.eventId));
-    const wire = events.length === 1 ? this.toValidWire(events[0]!) : { commit_version: COMMIT_VERSION, events: events.map((e) => this.toValidWire(e)) };
+    const wire =
+      events.length === 1
+        ? this.toValidWire(events[0]!)
+        : { commit_version: COMMIT_VERSION, events: events.map((e) => this.toValidWire(e)) };
     const bytes = Buffer.from(refusingProtoKeys(JSON.stringify(wire)));
     if (bytes.length > limits.bytesMax) throw new CommitTooLarge(events.length, bytes.length, limits);
     return bytes;
@@ -222,7 +274,8 @@ export class EventRegistry {
     const spec = this.specs.get(event.type);
     if (!spec) throw new Error(`cannot encode unknown event type ${event.type}`);
     const payload = validatePayload(spec.payload, event.payload);
-    if (!payload.ok) throw new Error(`refusing to encode invalid ${event.type}: ${describeFieldErrors(payload.errors)}`);
+    if (!payload.ok)
+      throw new Error(`refusing to encode invalid ${event.type}: ${describeFieldErrors(payload.errors)}`);
     return toWire(event, spec.version);
   }
 }
@@ -240,7 +293,11 @@ function toWire(event: Omit<EventMessage, 'schemaVersion'>, version: number): Ev
   };
 }
 
-function upcastPayload(spec: EventTypeSpec, from: number, payload: Record<string, unknown>): Decoded<Record<string, unknown>> {
+function upcastPayload(
+  spec: EventTypeSpec,
+  from: number,
+  payload: Record<string, unknown>,
+): Decoded<Record<string, unknown>> {
   let current = payload;
   for (let version = from; version < spec.version; version++) {
     const upcaster = spec.upcasters?.[version];

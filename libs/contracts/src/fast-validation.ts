@@ -13,7 +13,11 @@ import { getMetadataStorage, type ValidationArguments } from 'class-validator';
 import type { Constructor } from './validation.js';
 
 type Condition = (object: object, value: unknown) => boolean;
-type Check = { readonly constraints: unknown[]; readonly each: boolean; readonly validate: (value: unknown, args: ValidationArguments) => unknown };
+type Check = {
+  readonly constraints: unknown[];
+  readonly each: boolean;
+  readonly validate: (value: unknown, args: ValidationArguments) => unknown;
+};
 
 interface PropertyRules {
   readonly conditions: readonly Condition[];
@@ -53,7 +57,10 @@ function compile(dto: Constructor<object>): CompiledClass | null {
   // The same query validateSync makes without groups or a schema.
   const metadatas = storage.getTargetValidationMetadatas(dto, undefined as unknown as string, false, false, undefined);
   if (metadatas.length === 0) return null;
-  const building = new Map<string, { conditions: Condition[]; checks: Check[]; nested?: CompiledClass; nestedSeen: boolean }>();
+  const building = new Map<
+    string,
+    { conditions: Condition[]; checks: Check[]; nested?: CompiledClass; nestedSeen: boolean }
+  >();
   for (const meta of metadatas) {
     const rules = building.get(meta.propertyName) ?? { conditions: [], checks: [], nestedSeen: false };
     building.set(meta.propertyName, rules);
@@ -64,7 +71,11 @@ function compile(dto: Constructor<object>): CompiledClass | null {
       for (const constraint of storage.getTargetValidatorConstraints(meta.constraintCls)) {
         if (constraint.async) return null;
         const instance = constraint.instance as { validate: Check['validate'] };
-        rules.checks.push({ constraints: meta.constraints, each: meta.each === true, validate: (value, args) => instance.validate(value, args) });
+        rules.checks.push({
+          constraints: meta.constraints,
+          each: meta.each === true,
+          validate: (value, args) => instance.validate(value, args),
+        });
       }
     } else if (meta.type === 'nestedValidation' && !rules.nestedSeen) {
       const nested = nestedClassOf(dto, meta.propertyName);
@@ -78,22 +89,40 @@ function compile(dto: Constructor<object>): CompiledClass | null {
   for (const property of building.keys()) {
     // A @Type on a property that is not nested converts the value (Number, Date...): not modelled.
     if (defaultMetadataStorage.findTypeMetadata(dto, property) && !building.get(property)!.nested) return null;
-    if (defaultMetadataStorage.findTransformMetadatas(dto, property, TransformationType.PLAIN_TO_CLASS).length > 0) return null;
+    if (defaultMetadataStorage.findTransformMetadatas(dto, property, TransformationType.PLAIN_TO_CLASS).length > 0)
+      return null;
   }
-  const properties = new Map([...building].map(([property, r]) => [property, { conditions: r.conditions, checks: r.checks, ...(r.nested ? { nested: r.nested } : {}) }]));
+  const properties = new Map(
+    [...building].map(([property, r]) => [
+      property,
+      { conditions: r.conditions, checks: r.checks, ...(r.nested ? { nested: r.nested } : {}) },
+    ]),
+  );
   return { name: dto.name, properties };
 }
 
 /** plainToInstance copies the plain value as it is: no expose/exclude strategy or renames. */
 function plainTransformOnly(dto: Constructor<object>): boolean {
-  return defaultMetadataStorage.getStrategy(dto) === 'none' && defaultMetadataStorage.getExposedMetadatas(dto).length === 0 && defaultMetadataStorage.getExcludedMetadatas(dto).length === 0;
+  return (
+    defaultMetadataStorage.getStrategy(dto) === 'none' &&
+    defaultMetadataStorage.getExposedMetadatas(dto).length === 0 &&
+    defaultMetadataStorage.getExcludedMetadatas(dto).length === 0
+  );
 }
 
 function nestedClassOf(dto: Constructor<object>, property: string): CompiledClass | null {
   const type = defaultMetadataStorage.findTypeMetadata(dto, property);
   if (!type || type.options?.discriminator) return null;
   const target = type.typeFunction();
-  if (typeof target !== 'function' || target === Object || target === Number || target === String || target === Boolean || target === Date) return null;
+  if (
+    typeof target !== 'function' ||
+    target === Object ||
+    target === Number ||
+    target === String ||
+    target === Boolean ||
+    target === Date
+  )
+    return null;
   return compiledFor(target as Constructor<object>);
 }
 
@@ -120,7 +149,8 @@ function passesCheck(check: Check, targetName: string, property: string, object:
 function passesNested(rules: CompiledClass, value: unknown, depth: number): boolean {
   if (value === undefined) return true;
   if (depth >= DEPTH_MAX) return false;
-  if (Array.isArray(value)) return value.every((item) => isPlainObject(item) && passesClass(rules, item as Record<string, unknown>, depth + 1));
+  if (Array.isArray(value))
+    return value.every((item) => isPlainObject(item) && passesClass(rules, item as Record<string, unknown>, depth + 1));
   return isPlainObject(value) && passesClass(rules, value as Record<string, unknown>, depth + 1);
 }
 
@@ -131,5 +161,13 @@ function passesNested(rules: CompiledClass, value: unknown, depth: number): bool
  */
 function isPlainObject(value: unknown): boolean {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  return !(value instanceof Date || value instanceof Map || value instanceof Set || value instanceof Promise || value instanceof RegExp || value instanceof Error || ArrayBuffer.isView(value));
+  return !(
+    value instanceof Date ||
+    value instanceof Map ||
+    value instanceof Set ||
+    value instanceof Promise ||
+    value instanceof RegExp ||
+    value instanceof Error ||
+    ArrayBuffer.isView(value)
+  );
 }

@@ -14,7 +14,11 @@ export type JsonNode = Record<string, unknown> | unknown[];
  * `$.a[0]`), before its children are read, so a visitor may replace a child. Stops when
  * `visit` returns false; 'too_large' when more than `valuesMax` values would be looked at.
  */
-export function walkJson(value: unknown, valuesMax: number, visit: (node: JsonNode, path: string) => boolean | void): 'done' | 'stopped' | 'too_large' {
+export function walkJson(
+  value: unknown,
+  valuesMax: number,
+  visit: (node: JsonNode, path: string) => boolean | void,
+): 'done' | 'stopped' | 'too_large' {
   const stack: { value: unknown; path: string }[] = [{ value, path: '$' }];
   for (let seen = 0; stack.length > 0; seen++) {
     if (seen >= valuesMax) return 'too_large';
@@ -23,7 +27,8 @@ export function walkJson(value: unknown, valuesMax: number, visit: (node: JsonNo
     const node = current as JsonNode;
     if (visit(node, path) === false) return 'stopped';
     const array = Array.isArray(node);
-    for (const [key, child] of Object.entries(node)) stack.push({ value: child, path: array ? `${path}[${key}]` : `${path}.${key}` });
+    for (const [key, child] of Object.entries(node))
+      stack.push({ value: child, path: array ? `${path}[${key}]` : `${path}.${key}` });
   }
   return 'done';
 }

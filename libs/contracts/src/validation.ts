@@ -9,7 +9,8 @@ export interface FieldError {
   readonly message: string;
 }
 
-export type Decoded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: FieldError[] };
+export type Decoded<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: FieldError[] };
 
 export type Constructor<T> = new (...args: never[]) => T;
 

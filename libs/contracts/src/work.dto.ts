@@ -1,7 +1,19 @@
 // Wire DTOs of the agent-orchestrator: the POST /v1/work body, which is also the
 // payload of the programmatic submission subject.
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 
 export const PURPOSES = ['plan', 'execute', 'summarize', 'verify', 'voice_synthesis'] as const;
 export type Purpose = (typeof PURPOSES)[number];
@@ -28,8 +40,12 @@ export class WorkLimitsDto {
 }
 
 export class SubmitWorkDto {
-  @IsOptional() @Matches(ID_PATTERN, { message: 'work_id must be 1-64 characters of A-Z a-z 0-9 _ -' }) work_id?: string;
-  @IsOptional() @Matches(ID_PATTERN, { message: 'session_id must be 1-64 characters of A-Z a-z 0-9 _ -' }) session_id?: string;
+  @IsOptional()
+  @Matches(ID_PATTERN, { message: 'work_id must be 1-64 characters of A-Z a-z 0-9 _ -' })
+  work_id?: string;
+  @IsOptional()
+  @Matches(ID_PATTERN, { message: 'session_id must be 1-64 characters of A-Z a-z 0-9 _ -' })
+  session_id?: string;
   @IsIn(PURPOSES as unknown as string[]) purpose!: Purpose;
   @IsString() @Length(1, 16_384) token!: string;
   @ArrayMinSize(1) @ArrayMaxSize(8) @ValidateNested({ each: true }) @Type(() => RouteLegDto) route!: RouteLegDto[];

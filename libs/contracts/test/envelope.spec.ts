@@ -37,14 +37,22 @@ const envelope = (overrides: Record<string, unknown> = {}) => ({
 describe('event envelope', () => {
   it('round-trips an event through encode and decode', () => {
     const r = registry();
-    const bytes = r.encode({ eventId: 'e1', type: 'HoldPlaced', aggregateId: 'cap-1', occurredAt: '2026-11-30T10:00:00.000Z', payload: { hold_id: 'h', amount_minor: 5, currency: 'EUR' } });
+    const bytes = r.encode({
+      eventId: 'e1',
+      type: 'HoldPlaced',
+      aggregateId: 'cap-1',
+      occurredAt: '2026-11-30T10:00:00.000Z',
+      payload: { hold_id: 'h', amount_minor: 5, currency: 'EUR' },
+    });
     const decoded = r.decode(bytes);
     expect(decoded.ok && decoded.value.payload).toEqual({ hold_id: 'h', amount_minor: 5, currency: 'EUR' });
     expect(decoded.ok && decoded.value.schemaVersion).toBe(2);
   });
 
   it('upcasts a v1 payload to the current version in the adapter', () => {
-    const decoded = registry().decode(JSON.stringify(envelope({ schema_version: 1, payload: { hold_id: 'hold-1', amount_minor: 7 } })));
+    const decoded = registry().decode(
+      JSON.stringify(envelope({ schema_version: 1, payload: { hold_id: 'hold-1', amount_minor: 7 } })),
+    );
     expect(decoded.ok && decoded.value.payload).toEqual({ hold_id: 'hold-1', amount_minor: 7, currency: 'USD' });
   });
 
@@ -52,19 +60,38 @@ describe('event envelope', () => {
     const bad = registry().decode(JSON.stringify(envelope({ occurred_at: 'yesterday', schema_version: 0 })));
     expect(bad.ok).toBe(false);
     expect(!bad.ok && bad.errors.map((e) => e.field).sort()).toEqual(['occurred_at', 'schema_version']);
-    const badPayload = registry().decode(JSON.stringify(envelope({ payload: { hold_id: 'h', amount_minor: -1, currency: 'EUR', extra: true } })));
-    expect(!badPayload.ok && badPayload.errors.map((e) => e.field).sort()).toEqual(['payload.amount_minor', 'payload.extra']);
+    const badPayload = registry().decode(
+      JSON.stringify(envelope({ payload: { hold_id: 'h', amount_minor: -1, currency: 'EUR', extra: true } })),
+    );
+    expect(!badPayload.ok && badPayload.errors.map((e) => e.field).sort()).toEqual([
+      'payload.amount_minor',
+      'payload.extra',
+    ]);
   });
 
   it('refuses malformed JSON, unknown types and versions newer than it knows', () => {
     const r = registry();
     expect(r.decode('{"event_id":')).toMatchObject({ ok: false, errors: [{ field: '$' }] });
-    expect(r.decode(JSON.stringify(envelope({ type: 'Mystery' })))).toMatchObject({ ok: false, errors: [{ field: 'type' }] });
-    expect(r.decode(JSON.stringify(envelope({ schema_version: 3 })))).toMatchObject({ ok: false, errors: [{ field: 'schema_version' }] });
+    expect(r.decode(JSON.stringify(envelope({ type: 'Mystery' })))).toMatchObject({
+      ok: false,
+      errors: [{ field: 'type' }],
+    });
+    expect(r.decode(JSON.stringify(envelope({ schema_version: 3 })))).toMatchObject({
+      ok: false,
+      errors: [{ field: 'schema_version' }],
+    });
   });
 
   it('refuses to encode an invalid payload: a bug must not reach the stream', () => {
-    expect(() => registry().encode({ eventId: 'e', type: 'HoldPlaced', aggregateId: 'a', occurredAt: '2026-11-30T10:00:00.000Z', payload: { hold_id: 1 } })).toThrow(/refusing to encode invalid HoldPlaced/);
+    expect(() =>
+      registry().encode({
+        eventId: 'e',
+        type: 'HoldPlaced',
+        aggregateId: 'a',
+        occurredAt: '2026-11-30T10:00:00.000Z',
+        payload: { hold_id: 1 },
+      }),
+    ).toThrow(/refusing to encode invalid HoldPlaced/);
   });
 });
 

@@ -52,7 +52,11 @@ export async function decideAndAppend<S, R>(options: DecideAndAppendOptions<S, R
 }
 
 /** Folds stored events into state: the one place `evolve` meets the stream. */
-export function foldEvents<S, P>(initial: S, events: readonly StoredEvent<P>[], evolve: (state: S, event: StoredEvent<P>) => S): S {
+export function foldEvents<S, P>(
+  initial: S,
+  events: readonly StoredEvent<P>[],
+  evolve: (state: S, event: StoredEvent<P>) => S,
+): S {
   let state = initial;
   for (const event of events) state = evolve(state, event);
   return state;

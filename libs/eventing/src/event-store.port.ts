@@ -36,7 +36,11 @@ export interface EventStore {
    * (0 means "no events yet"). The first event's id is the commit's dedupe key.
    * Throws ConcurrencyConflict when another writer got there first.
    */
-  append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult>;
+  append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult>;
   /** Loads the subject's events with sequence greater than `afterSequence`, in order. */
   load(subject: string, afterSequence?: number): Promise<LoadResult>;
 }

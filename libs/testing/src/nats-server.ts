@@ -13,7 +13,9 @@ export async function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -55,7 +57,9 @@ export class PrivateNatsServer {
   async restart(): Promise<void> {
     if (this.process) await this.stop();
     const binary = process.env['NATS_SERVER_BIN'] ?? 'nats-server';
-    this.process = spawn(binary, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], { stdio: 'ignore' });
+    this.process = spawn(binary, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], {
+      stdio: 'ignore',
+    });
     await waitForPort(this.port, 10_000);
   }
 
@@ -83,5 +87,8 @@ export function sharedNatsUrl(): string {
 
 /** A unique namespace per test, so streams never collide on a shared server. */
 export function uniqueNamespace(prefix: string): string {
-  return `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`.replace(/[^A-Za-z0-9_-]/g, '');
+  return `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`.replace(
+    /[^A-Za-z0-9_-]/g,
+    '',
+  );
 }

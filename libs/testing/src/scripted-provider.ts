@@ -2,7 +2,13 @@
 // OpenAI Chat Completions SSE on /v1/chat/completions and Anthropic Messages SSE on
 // /v1/messages, and follows a script per model: statuses, chunks, resets, hangs, bad JSON.
 // Every request is recorded, so `calls(model)` is the number of paid calls a test made.
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -162,7 +168,8 @@ export class ScriptedProvider {
       const api = ROUTES[(req.url ?? '').split('?')[0] ?? ''];
       const body = await readJson(req);
       if (!api || req.method !== 'POST') return void res.writeHead(404).end();
-      if (!body || typeof body['model'] !== 'string') return void res.writeHead(400).end('{"error":{"message":"model required"}}');
+      if (!body || typeof body['model'] !== 'string')
+        return void res.writeHead(400).end('{"error":{"message":"model required"}}');
       const model = body['model'];
       this.seen.push({ api, model, headers: req.headers, body, remotePort: req.socket.remotePort });
       if (this.gate) await this.gate.promise;
@@ -202,17 +209,26 @@ export class ScriptedProvider {
     }
   }
 
-  private async stream(step: Extract<ScriptedStep, { kind: 'stream' }>, api: ScriptedApi, model: string, res: ServerResponse): Promise<void> {
+  private async stream(
+    step: Extract<ScriptedStep, { kind: 'stream' }>,
+    api: ScriptedApi,
+    model: string,
+    res: ServerResponse,
+  ): Promise<void> {
     const end = step.end ?? 'complete';
     const usage = step.usage === undefined ? DEFAULT_USAGE : step.usage;
     const framesEnd = end === 'linger' ? 'complete' : end;
-    const frames = api === 'openai' ? openAiFrames(model, step.chunks, usage, framesEnd, step.errorType) : anthropicFrames(model, step.chunks, usage, framesEnd, step.errorType);
+    const frames =
+      api === 'openai'
+        ? openAiFrames(model, step.chunks, usage, framesEnd, step.errorType)
+        : anthropicFrames(model, step.chunks, usage, framesEnd, step.errorType);
     const eol = step.lineEnding ?? '\n';
     const events = frames.map((f) => f.replaceAll('\n', eol));
     const withHeartbeats = step.heartbeat ? events.flatMap((e) => [`: ping${eol}${eol}`, e]) : events;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     if (step.fragmentBytes) await this.writeFragments(res, withHeartbeats.join(''), step.fragmentBytes);
-    else if (!step.chunkDelayMs) res.write(withHeartbeats.join('')); // One write keeps benchmarks cheap.
+    else if (!step.chunkDelayMs)
+      res.write(withHeartbeats.join('')); // One write keeps benchmarks cheap.
     else {
       for (const event of withHeartbeats) {
         if (res.destroyed) return;
@@ -241,38 +257,90 @@ export class ScriptedProvider {
   }
 }
 
-function openAiFrames(model: string, chunks: string[], usage: ScriptedUsage | null, end: ScriptedStreamEnd, errorType?: string): string[] {
+function openAiFrames(
+  model: string,
+  chunks: string[],
+  usage: ScriptedUsage | null,
+  end: ScriptedStreamEnd,
+  errorType?: string,
+): string[] {
   const base = { id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 0, model };
   const frame = (payload: object): string => `data: ${JSON.stringify({ ...base, ...payload })}\n\n`;
   const frames = [frame({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })];
-  for (const text of chunks) frames.push(frame({ choices: [{ index: 0, delta: { content: text }, finish_reason: null }] }));
+  for (const text of chunks)
+    frames.push(frame({ choices: [{ index: 0, delta: { content: text }, finish_reason: null }] }));
   if (end === 'malformed') frames.push('data: {"choices":[{"index":0,"delta":{"content":"trunc\n\n');
-  if (end === 'error-event') frames.push(`data: ${JSON.stringify({ error: { message: 'scripted stream error', type: errorType ?? 'server_error', code: errorType ?? null } })}\n\n`);
+  if (end === 'error-event')
+    frames.push(
+      `data: ${JSON.stringify({ error: { message: 'scripted stream error', type: errorType ?? 'server_error', code: errorType ?? null } })}\n\n`,
+    );
   if (end !== 'complete') return frames;
   frames.push(frame({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
-  if (usage) frames.push(frame({ choices: [], usage: { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens, total_tokens: usage.input_tokens + usage.output_tokens } }));
+  if (usage)
+    frames.push(
+      frame({
+        choices: [],
+        usage: {
+          prompt_tokens: usage.input_tokens,
+          completion_tokens: usage.output_tokens,
+          total_tokens: usage.input_tokens + usage.output_tokens,
+        },
+      }),
+    );
   frames.push('data: [DONE]\n\n');
   return frames;
 }
 
-function anthropicFrames(model: string, chunks: string[], usage: ScriptedUsage | null, end: ScriptedStreamEnd, errorType?: string): string[] {
-  const frame = (payload: { type: string } & Record<string, unknown>): string => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+function anthropicFrames(
+  model: string,
+  chunks: string[],
+  usage: ScriptedUsage | null,
+  end: ScriptedStreamEnd,
+  errorType?: string,
+): string[] {
+  const frame = (payload: { type: string } & Record<string, unknown>): string =>
+    `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
   const startUsage = usage ? { input_tokens: usage.input_tokens, output_tokens: 1 } : undefined;
-  const message = { id: 'msg_scripted', type: 'message', role: 'assistant', model, content: [], stop_reason: null, usage: startUsage };
-  const frames = [frame({ type: 'message_start', message }), frame({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })];
-  for (const text of chunks) frames.push(frame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
-  if (end === 'malformed') frames.push('event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"te\n\n');
-  if (end === 'error-event') frames.push(frame({ type: 'error', error: { type: errorType ?? 'overloaded_error', message: 'scripted stream error' } }));
+  const message = {
+    id: 'msg_scripted',
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [],
+    stop_reason: null,
+    usage: startUsage,
+  };
+  const frames = [
+    frame({ type: 'message_start', message }),
+    frame({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+  ];
+  for (const text of chunks)
+    frames.push(frame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+  if (end === 'malformed')
+    frames.push('event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"te\n\n');
+  if (end === 'error-event')
+    frames.push(
+      frame({ type: 'error', error: { type: errorType ?? 'overloaded_error', message: 'scripted stream error' } }),
+    );
   if (end !== 'complete') return frames;
   frames.push(frame({ type: 'content_block_stop', index: 0 }));
-  frames.push(frame({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, ...(usage ? { usage: { output_tokens: usage.output_tokens } } : {}) }));
+  frames.push(
+    frame({
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      ...(usage ? { usage: { output_tokens: usage.output_tokens } } : {}),
+    }),
+  );
   frames.push(frame({ type: 'message_stop' }));
   return frames;
 }
 
 function errorBody(api: ScriptedApi, status: number): string {
   const message = `scripted status ${status}`;
-  if (api === 'openai') return JSON.stringify({ error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'api_error', code: null } });
+  if (api === 'openai')
+    return JSON.stringify({
+      error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'api_error', code: null },
+    });
   return JSON.stringify({ type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'api_error', message } });
 }
 
@@ -286,7 +354,9 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown> |
   }
   try {
     const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -44,11 +44,20 @@ export class ServiceProcess {
 
   static async start(options: ServiceProcessOptions): Promise<ServiceProcess> {
     const port = Number(options.env[PORT_ENV[options.service]] ?? (await freePort()));
-    const env = { ...process.env, ...options.env, [PORT_ENV[options.service]]: String(port), LOG_LEVEL: options.env['LOG_LEVEL'] ?? 'warn' };
+    const env = {
+      ...process.env,
+      ...options.env,
+      [PORT_ENV[options.service]]: String(port),
+      LOG_LEVEL: options.env['LOG_LEVEL'] ?? 'warn',
+    };
     // Set TALLY_SERVICE_CPU_PROF_DIR to get a CPU profile of every service a test or bench starts.
     const profileDir = process.env['TALLY_SERVICE_CPU_PROF_DIR'];
     const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-    const child = spawn(process.execPath, [...profile, '--import', './tools/register.mjs', MAIN[options.service]], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...profile, '--import', './tools/register.mjs', MAIN[options.service]], {
+      cwd: process.cwd(),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const service = new ServiceProcess(options.service, port, child);
     if (options.waitReady !== false) await service.waitReady(options.readyTimeoutMs ?? 60_000);
     return service;
@@ -69,7 +78,8 @@ export class ServiceProcess {
   async waitReady(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (this.exitCode !== null) throw new Error(`${this.service} exited with ${this.exitCode} before it was ready:\n${this.logs()}`);
+      if (this.exitCode !== null)
+        throw new Error(`${this.service} exited with ${this.exitCode} before it was ready:\n${this.logs()}`);
       try {
         const res = await fetch(`${this.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
         if (res.ok) return;

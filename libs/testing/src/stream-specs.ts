@@ -16,7 +16,12 @@ export interface TestStreamSpec {
   readonly denyPurge: boolean;
 }
 
-export function testEventStreamSpec(name: string, subjects: readonly string[], maxBytes = 256 * 1024 * 1024, denyDelete = true): TestStreamSpec {
+export function testEventStreamSpec(
+  name: string,
+  subjects: readonly string[],
+  maxBytes = 256 * 1024 * 1024,
+  denyDelete = true,
+): TestStreamSpec {
   return {
     name,
     subjects,

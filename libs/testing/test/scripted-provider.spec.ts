@@ -20,12 +20,18 @@ interface RawResponse {
 /** Posts with node:http so resets and partial bodies surface as errors; no agent, so no pooled socket outlives the test. */
 function post(path: string, body: unknown): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${server.url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = httpRequest(
+      `${server.url}${path}`,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
@@ -50,13 +56,23 @@ describe('ScriptedProvider', () => {
     server.script('sse-anthropic', [{ kind: 'stream', chunks: ['Hi'], usage: { input_tokens: 3, output_tokens: 1 } }]);
     const res = await post('/messages', { model: 'sse-anthropic', messages: [] });
     const events = [...res.body.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
-    expect(events).toEqual(['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+    expect(events).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
     expect(res.body).toContain('"usage":{"input_tokens":3,"output_tokens":1}');
     expect(res.body).toContain('"usage":{"output_tokens":1}');
   });
 
   it('plays a model script in order, then falls back to always() and then to the default', async () => {
-    server.script('queued', [{ kind: 'status', status: 429, retryAfter: '3' }, { kind: 'status', status: 503 }]);
+    server.script('queued', [
+      { kind: 'status', status: 429, retryAfter: '3' },
+      { kind: 'status', status: 503 },
+    ]);
     const first = await post('/chat/completions', { model: 'queued' });
     expect(first.status).toBe(429);
     expect(first.headers['retry-after']).toBe('3');

@@ -52,7 +52,11 @@ export class AuthorityStack {
 
   /** Starts one more authority replica on the same streams, database and key. */
   async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
-    const svc = await ServiceProcess.start({ service: 'budget-authority', env: { ...this.env, ...extraEnv }, readyTimeoutMs: 120_000 });
+    const svc = await ServiceProcess.start({
+      service: 'budget-authority',
+      env: { ...this.env, ...extraEnv },
+      readyTimeoutMs: 120_000,
+    });
     this.processes.push(svc);
     return svc;
   }
@@ -66,8 +70,19 @@ export class AuthorityStack {
   /** One client for the stack: concurrent first callers share its connection instead of each opening (and leaking) one. */
   commands(): Promise<JetStreamCommandClient> {
     this.connecting ??= (async () => {
-      this.nc = await connectNats({ url: sharedNatsUrl(), name: `orchestrator-test-${this.names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
-      this.client = await new JetStreamCommandClient(this.nc, { names: this.names, publishTimeoutMs: 10_000, cacheTimeoutMs: 5_000, cachePollMs: 50 }).start();
+      this.nc = await connectNats({
+        url: sharedNatsUrl(),
+        name: `orchestrator-test-${this.names.namespace}`,
+        connectTimeoutMs: 5000,
+        maxReconnectAttempts: -1,
+        reconnectTimeWaitMs: 100,
+      });
+      this.client = await new JetStreamCommandClient(this.nc, {
+        names: this.names,
+        publishTimeoutMs: 10_000,
+        cacheTimeoutMs: 5_000,
+        cachePollMs: 50,
+      }).start();
       return this.client;
     })();
     return this.connecting;
@@ -79,19 +94,35 @@ export class AuthorityStack {
 
   /** Admit over JetStream, as the orchestrator sends it. */
   async admit(payload: Json, commandId = this.nextCommandId('admit')): Promise<Json> {
-    return unwrap(await (await this.commands()).send<Json>('budget', 'admit', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }));
+    return unwrap(
+      await (
+        await this.commands()
+      ).send<Json>('budget', 'admit', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }),
+    );
   }
 
   async settle(payload: Json, commandId = this.nextCommandId('settle')): Promise<Json> {
-    return unwrap(await (await this.commands()).send<Json>('budget', 'settle', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }));
+    return unwrap(
+      await (
+        await this.commands()
+      ).send<Json>('budget', 'settle', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }),
+    );
   }
 
   /** The raw command reply, for validation and idempotency tests. */
   async send(command: string, payload: unknown, commandId: string): Promise<CommandReply<Json>> {
-    return (await this.commands()).send<Json>('budget', command, commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 });
+    return (await this.commands()).send<Json>('budget', command, commandId, payload, {
+      timeoutMs: 30_000,
+      attemptsMax: 4,
+    });
   }
 
-  async http(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Json; headers: Headers }> {
+  async http(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: Json; headers: Headers }> {
     const res = await fetch(`${this.url}${path}`, {
       method,
       headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
@@ -109,7 +140,12 @@ export class AuthorityStack {
   }
 
   async issue(grants: Json[], extra: Json = {}): Promise<Json> {
-    return this.ok('POST', '/v1/capabilities', { subject_public_key: newSubjectKey(), ttl_seconds: 3600, grants, ...extra });
+    return this.ok('POST', '/v1/capabilities', {
+      subject_public_key: newSubjectKey(),
+      ttl_seconds: 3600,
+      grants,
+      ...extra,
+    });
   }
 
   async usage(capabilityId: string, grantIndex = 0): Promise<Json> {
@@ -118,7 +154,9 @@ export class AuthorityStack {
   }
 
   async events(capabilityId: string, grantIndex = 0, limit = 100): Promise<Json[]> {
-    return (await this.ok('GET', `/v1/capabilities/${capabilityId}/events?grant_index=${grantIndex}&limit=${limit}`))['events'] as Json[];
+    return (await this.ok('GET', `/v1/capabilities/${capabilityId}/events?grant_index=${grantIndex}&limit=${limit}`))[
+      'events'
+    ] as Json[];
   }
 
   async receipt(receiptId: string): Promise<Json> {
@@ -129,7 +167,11 @@ export class AuthorityStack {
   async faults(body: Json): Promise<Json[]> {
     const out: Json[] = [];
     for (const p of this.processes.filter((x) => x.exited === null)) {
-      const res = await fetch(`${p.url}/v1/test/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${p.url}/v1/test/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (res.status !== 200) throw new Error(`faults -> ${res.status} ${await res.text()}`);
       out.push((await res.json()) as Json);
     }
@@ -159,9 +201,15 @@ async function createDatabase(namespace: string): Promise<{ env: Record<string, 
   const url = process.env['DATABASE_URL'];
   if (!url) {
     const dir = mkdtempSync(join(tmpdir(), 'tally-budget-'));
-    return { env: { DATABASE_URL: '', TALLY_SQLITE_PATH: join(dir, 'projections.sqlite') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return {
+      env: { DATABASE_URL: '', TALLY_SQLITE_PATH: join(dir, 'projections.sqlite') },
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
   }
-  const name = `t_${namespace}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 60);
+  const name = `t_${namespace}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 60);
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
@@ -179,20 +227,38 @@ async function createDatabase(namespace: string): Promise<{ env: Record<string, 
   };
 }
 
-export async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs = 60_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 /** A monetary grant like the seed's make_monetary_grant(server, tool, 100, 1000, "USD"). */
-export const monetaryGrant = (extra: Json = {}): Json => ({ server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100, max_total_cost_units: 1000, currency: 'USD', ...extra });
+export const monetaryGrant = (extra: Json = {}): Json => ({
+  server_id: 'cost-srv',
+  tool_name: 'compute',
+  max_cost_per_invocation: 100,
+  max_total_cost_units: 1000,
+  currency: 'USD',
+  ...extra,
+});
 
-export const admitPayload = (token: string, requestId: string, context: 'standalone' | 'session', extra: Json = {}): Json => ({
+export const admitPayload = (
+  token: string,
+  requestId: string,
+  context: 'standalone' | 'session',
+  extra: Json = {},
+): Json => ({
   request_id: requestId,
   token,
   server_id: 'cost-srv',
@@ -202,6 +268,7 @@ export const admitPayload = (token: string, requestId: string, context: 'standal
   ...extra,
 });
 
-export const holdIdOf = (requestId: string, capabilityId: string, grantIndex = 0): string => `budget-hold:${requestId}:${capabilityId}:${grantIndex}`;
+export const holdIdOf = (requestId: string, capabilityId: string, grantIndex = 0): string =>
+  `budget-hold:${requestId}:${capabilityId}:${grantIndex}`;
 
 export const CONTEXTS = ['standalone', 'session'] as const;

@@ -4,7 +4,13 @@
 // first try got. A timeout throws: the outcome is unknown, the unit is not dispatched,
 // and its queue message is retried later with the same command ids (fail closed).
 import { moneyToWire, type AdmitCommandDto, type SettleCommandDto } from '@tally/contracts';
-import type { AdmitDecision, AdmitRequest, BudgetPort, SettleRequest, SettleResult } from '@tally/orchestrator-application';
+import type {
+  AdmitDecision,
+  AdmitRequest,
+  BudgetPort,
+  SettleRequest,
+  SettleResult,
+} from '@tally/orchestrator-application';
 import type { CommandReply, JetStreamCommandClient } from '@tally/platform-nest';
 
 export interface JetStreamBudgetOptions {
@@ -48,7 +54,13 @@ export class JetStreamBudgetPort implements BudgetPort {
       requested_cost: moneyToWire(request.requested_cost_units),
       context: { kind: 'session', session_id: request.context.session_id, work_id: request.context.work_id },
     };
-    const reply = await this.client.send<AdmitReply>('budget', 'admit', request.command_id, payload, this.sendOptions());
+    const reply = await this.client.send<AdmitReply>(
+      'budget',
+      'admit',
+      request.command_id,
+      payload,
+      this.sendOptions(),
+    );
     return admitDecisionOf(reply);
   }
 
@@ -63,8 +75,17 @@ export class JetStreamBudgetPort implements BudgetPort {
             ? { kind: 'failed_after_dispatch', failure: outcome.failure }
             : { kind: 'not_dispatched', reason: outcome.reason.slice(0, 1_024) },
     };
-    const reply: CommandReply<SettleReply> = await this.client.send<SettleReply>('budget', 'settle', request.command_id, payload, this.sendOptions());
-    if (!reply.ok) throw new SettleRefused(`the budget authority refused settle ${request.command_id} of hold ${request.hold_id}: ${reply.error.type}: ${reply.error.message}`);
+    const reply: CommandReply<SettleReply> = await this.client.send<SettleReply>(
+      'budget',
+      'settle',
+      request.command_id,
+      payload,
+      this.sendOptions(),
+    );
+    if (!reply.ok)
+      throw new SettleRefused(
+        `the budget authority refused settle ${request.command_id} of hold ${request.hold_id}: ${reply.error.type}: ${reply.error.message}`,
+      );
     return { receipt: reply.value.receipt };
   }
 
@@ -80,6 +101,7 @@ export class JetStreamBudgetPort implements BudgetPort {
 export function admitDecisionOf(reply: CommandReply<AdmitReply>): AdmitDecision {
   if (!reply.ok) return { verdict: 'deny', reason: `${reply.error.type}: ${reply.error.message}` };
   const value = reply.value;
-  if (value.verdict === 'allow') return { verdict: 'allow', ...(value.hold_id === undefined ? {} : { hold_id: value.hold_id }) };
+  if (value.verdict === 'allow')
+    return { verdict: 'allow', ...(value.hold_id === undefined ? {} : { hold_id: value.hold_id }) };
   return { verdict: 'deny', reason: value.reason ?? 'denied without a reason' };
 }

@@ -2,7 +2,13 @@
 // local experiments. No authority is asked, but nothing is hidden from an audit: every
 // attempt is still recorded with its price and worst-case cost, under a hold id that
 // says it was never admitted, and the receipt says `metered: false`.
-import type { AdmitDecision, AdmitRequest, BudgetPort, SettleRequest, SettleResult } from '@tally/orchestrator-application';
+import type {
+  AdmitDecision,
+  AdmitRequest,
+  BudgetPort,
+  SettleRequest,
+  SettleResult,
+} from '@tally/orchestrator-application';
 import { UNMETERED_HOLD_PREFIX } from '@tally/orchestrator-projections';
 
 export class UnmeteredBudgetPort implements BudgetPort {

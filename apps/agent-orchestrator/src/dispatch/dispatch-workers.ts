@@ -4,7 +4,12 @@
 // A delivery is acked only once its unit has ended; a redelivered unit resumes from its
 // events (an unsettled attempt is settled unknown and counts against the ceiling).
 import { decodeJson, ID_PATTERN } from '@tally/contracts';
-import { DispatchWorker, type BudgetPort, type ProviderGateway, type PriceTable } from '@tally/orchestrator-application';
+import {
+  DispatchWorker,
+  type BudgetPort,
+  type ProviderGateway,
+  type PriceTable,
+} from '@tally/orchestrator-application';
 import type { BackgroundTask } from '@tally/platform-app';
 import { PermanentFailure, startDurableConsumer } from '@tally/platform-jetstream';
 import { IsOptional, IsString, Length, Matches } from 'class-validator';
@@ -57,7 +62,12 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
   const { config, nats, logger } = ctx;
   const c = config.consumers;
   const concurrency = config.orchestrator.worker_concurrency;
-  if (c.ack_pending_max < concurrency) logger.event('warn', 'consumers.ack_pending_max is below orchestrator.worker_concurrency; workers cannot fill their slots', { ack_pending_max: c.ack_pending_max, worker_concurrency: concurrency });
+  if (c.ack_pending_max < concurrency)
+    logger.event(
+      'warn',
+      'consumers.ack_pending_max is below orchestrator.worker_concurrency; workers cannot fill their slots',
+      { ack_pending_max: c.ack_pending_max, worker_concurrency: concurrency },
+    );
   const worker = new DispatchWorker({
     repository: rt.repository,
     gateway: deps.gateway,
@@ -95,7 +105,11 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     fetchRetryDelayMs: FETCH_RETRY_DELAY_MS,
     stopTimeoutMs: STOP_TIMEOUT_MS,
     decode: (msg) => decodeJson(WorkQueuedDto, msg.data),
-    logger: { info: (m, f) => logger.event('info', m, f), warn: (m, f) => logger.event('warn', m, f), error: (m, f) => logger.event('error', m, f) },
+    logger: {
+      info: (m, f) => logger.event('info', m, f),
+      warn: (m, f) => logger.event('warn', m, f),
+      error: (m, f) => logger.event('error', m, f),
+    },
     handle: async ({ work_id, token }, msg) => {
       const held = aborts.hold(work_id);
       // The delivery's ack deadline starts now; long calls tell the server the delivery is
@@ -108,8 +122,13 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
         msg.working();
       };
       try {
-        const result = await worker.process(work_id, { signal: held.signal, onProgress, ...(token === undefined ? {} : { credential: token }) });
-        if (result.kind === 'not_found') throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);
+        const result = await worker.process(work_id, {
+          signal: held.signal,
+          onProgress,
+          ...(token === undefined ? {} : { credential: token }),
+        });
+        if (result.kind === 'not_found')
+          throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);
         // Another worker holds the unit (this delivery outlived its ack wait): retry later, after it has moved on.
         if (result.kind === 'superseded') throw new Error(`work ${work_id} superseded: ${result.reason}`);
         metrics.ended.inc({ status: result.status });
@@ -118,7 +137,13 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
       }
     },
   });
-  logger.event('info', 'dispatch workers running', { consumer: DISPATCH_CONSUMER, worker_concurrency: concurrency, ack_wait_ms: c.ack_wait_ms, deliveries_max: c.deliveries_max, instance: ctx.instanceId });
+  logger.event('info', 'dispatch workers running', {
+    consumer: DISPATCH_CONSUMER,
+    worker_concurrency: concurrency,
+    ack_wait_ms: c.ack_wait_ms,
+    deliveries_max: c.deliveries_max,
+    instance: ctx.instanceId,
+  });
   return {
     name: 'dispatch-workers',
     async stop() {
@@ -129,7 +154,19 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
 }
 
 function workerMetrics(registry: import('prom-client').Registry, aborts: AbortListener) {
-  new Gauge({ name: 'tally_dispatch_units_in_flight', help: 'Work units this process is working right now', registers: [registry], collect() { this.set(aborts.inFlight); } });
-  const ended = new Counter({ name: 'tally_work_units_ended_total', help: 'Work units this process saw end, by status', labelNames: ['status'], registers: [registry] });
+  new Gauge({
+    name: 'tally_dispatch_units_in_flight',
+    help: 'Work units this process is working right now',
+    registers: [registry],
+    collect() {
+      this.set(aborts.inFlight);
+    },
+  });
+  const ended = new Counter({
+    name: 'tally_work_units_ended_total',
+    help: 'Work units this process saw end, by status',
+    labelNames: ['status'],
+    registers: [registry],
+  });
   return { ended };
 }

@@ -15,7 +15,9 @@ export function problemOf(rejection: Rejection, workId: string): ProblemExceptio
     case 'not_submitted':
       return notFound('work', workId);
     case 'already_submitted':
-      return new ProblemException(409, 'conflict', `Work ${workId} was already submitted with different content`, [{ field: 'work_id', message: rejection.message }]);
+      return new ProblemException(409, 'conflict', `Work ${workId} was already submitted with different content`, [
+        { field: 'work_id', message: rejection.message },
+      ]);
     case 'terminal':
     case 'stale_step':
       return new ProblemException(409, 'conflict', rejection.message, [], rejection.message);
@@ -23,5 +25,7 @@ export function problemOf(rejection: Rejection, workId: string): ProblemExceptio
 }
 
 export function notFound(what: 'work' | 'session', id: string): ProblemException {
-  return new ProblemException(404, 'not_found', `No ${what} ${JSON.stringify(id)}`, [{ field: what === 'work' ? 'id' : 'session_id', message: `no ${what} with this id` }]);
+  return new ProblemException(404, 'not_found', `No ${what} ${JSON.stringify(id)}`, [
+    { field: what === 'work' ? 'id' : 'session_id', message: `no ${what} with this id` },
+  ]);
 }

@@ -31,7 +31,11 @@ export function replyCacheLimitsOf(config: TallyConfig): ReplyBucketLimits {
 @Module({})
 class WorkCommandsModule {
   static register(submission: WorkSubmission): DynamicModule {
-    return { module: WorkCommandsModule, controllers: [WorkCommandsController], providers: [{ provide: WorkSubmission, useValue: submission }] };
+    return {
+      module: WorkCommandsModule,
+      controllers: [WorkCommandsController],
+      providers: [{ provide: WorkSubmission, useValue: submission }],
+    };
   }
 }
 
@@ -63,10 +67,13 @@ export function submissionServerOptions(rt: OrchestratorRuntime): JetStreamComma
 }
 
 export async function startSubmissionServer(rt: OrchestratorRuntime): Promise<BackgroundTask> {
-  const app: INestMicroservice = await NestFactory.createMicroservice(WorkCommandsModule.register(new WorkSubmission(rt)), {
-    strategy: new JetStreamCommandServer(submissionServerOptions(rt)),
-    logger: rt.ctx.logger,
-  });
+  const app: INestMicroservice = await NestFactory.createMicroservice(
+    WorkCommandsModule.register(new WorkSubmission(rt)),
+    {
+      strategy: new JetStreamCommandServer(submissionServerOptions(rt)),
+      logger: rt.ctx.logger,
+    },
+  );
   await app.listen();
   return { name: 'work-commands', stop: () => app.close() };
 }

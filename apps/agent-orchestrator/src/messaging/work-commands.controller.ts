@@ -19,12 +19,25 @@ export class WorkCommandsController {
 
   @MessagePattern('submit')
   @UsePipes(commandValidationPipe())
-  async submit(@Payload() body: SubmitWorkDto, @Ctx() ctx: JetStreamCommandContext): Promise<{ work_id: string; status: 'queued' }> {
+  async submit(
+    @Payload() body: SubmitWorkDto,
+    @Ctx() ctx: JetStreamCommandContext,
+  ): Promise<{ work_id: string; status: 'queued' }> {
     const workId = body.work_id ?? workIdFromCommandId(ctx.getCommandId());
     const outcome = await this.submission.submit(body, workId);
     if (outcome.ok) return { work_id: outcome.work_id, status: outcome.status };
     const { rejection } = outcome;
-    if (rejection.code === 'invalid_work') throw new RpcException({ type: 'validation', message: 'command payload is invalid', errors: fieldErrorsOf(rejection) });
-    throw new RpcException({ type: 'rejected', reason: rejection.code, message: rejection.message, detail: { work_id: workId } });
+    if (rejection.code === 'invalid_work')
+      throw new RpcException({
+        type: 'validation',
+        message: 'command payload is invalid',
+        errors: fieldErrorsOf(rejection),
+      });
+    throw new RpcException({
+      type: 'rejected',
+      reason: rejection.code,
+      message: rejection.message,
+      detail: { work_id: workId },
+    });
   }
 }

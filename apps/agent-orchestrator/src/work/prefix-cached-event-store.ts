@@ -22,7 +22,11 @@ export class PrefixCachedEventStore implements EventStore {
     if (!(subjectsMax >= 1)) throw new Error('subjectsMax must be >= 1');
   }
 
-  append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
+  append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
     return this.inner.append(subject, events, expectedSequence);
   }
 
@@ -41,7 +45,10 @@ export class PrefixCachedEventStore implements EventStore {
     }
     const events = fresh.events.length === 0 ? cached.events : [...cached.events, ...fresh.events];
     this.remember(subject, { events, lastSequence: fresh.lastSequence });
-    return { events: afterSequence === 0 ? events : events.filter((e) => e.sequence > afterSequence), lastSequence: fresh.lastSequence };
+    return {
+      events: afterSequence === 0 ? events : events.filter((e) => e.sequence > afterSequence),
+      lastSequence: fresh.lastSequence,
+    };
   }
 
   private remember(subject: string, prefix: Prefix): void {

@@ -33,15 +33,27 @@ export function requeueMessageId(workId: string, submittedAtMs: number, nowMs: n
  * plus the publish timeout: a re-publication without the capability token (ADR 0007) must
  * not overtake a backlog and fail a metered unit that is merely waiting its turn.
  */
-export function unitsToRequeue(queued: readonly { work_id: string; submitted_at: string }[], nowMs: number, oldestQueuedMs: number, o: QueuedSweepOptions) {
+export function unitsToRequeue(
+  queued: readonly { work_id: string; submitted_at: string }[],
+  nowMs: number,
+  oldestQueuedMs: number,
+  o: QueuedSweepOptions,
+) {
   return queued.filter((u) => {
     const submittedMs = Date.parse(u.submitted_at);
-    return Number.isFinite(submittedMs) && submittedMs + o.graceMs <= nowMs && submittedMs + o.publishTimeoutMs < oldestQueuedMs;
+    return (
+      Number.isFinite(submittedMs) &&
+      submittedMs + o.graceMs <= nowMs &&
+      submittedMs + o.publishTimeoutMs < oldestQueuedMs
+    );
   });
 }
 
 export function startQueuedSweeper(rt: OrchestratorRuntime, o: QueuedSweepOptions): BackgroundTask {
-  if (!(o.graceMs > o.publishTimeoutMs)) throw new Error(`orchestrator.queued_grace_ms (${o.graceMs}) must exceed nats.publish_timeout_ms (${o.publishTimeoutMs})`);
+  if (!(o.graceMs > o.publishTimeoutMs))
+    throw new Error(
+      `orchestrator.queued_grace_ms (${o.graceMs}) must exceed nats.publish_timeout_ms (${o.publishTimeoutMs})`,
+    );
   const { nats, logger } = rt.ctx;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -57,20 +69,35 @@ export function startQueuedSweeper(rt: OrchestratorRuntime, o: QueuedSweepOption
     for (const unit of due) {
       if (stopped) return;
       const msgID = requeueMessageId(unit.work_id, Date.parse(unit.submitted_at), nowMs, o.graceMs);
-      await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: unit.work_id }), { msgID, timeout: o.publishTimeoutMs });
+      await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: unit.work_id }), {
+        msgID,
+        timeout: o.publishTimeoutMs,
+      });
     }
-    if (due.length > 0) logger.event('warn', 're-queued units still queued after the grace period', { units: due.map((u) => u.work_id), grace_ms: o.graceMs });
+    if (due.length > 0)
+      logger.event('warn', 're-queued units still queued after the grace period', {
+        units: due.map((u) => u.work_id),
+        grace_ms: o.graceMs,
+      });
   };
 
   const tick = () => {
     running = sweep()
-      .catch((error: unknown) => logger.event('error', 'queued sweep failed; retrying next interval', { error: error instanceof Error ? error.message : String(error) }))
+      .catch((error: unknown) =>
+        logger.event('error', 'queued sweep failed; retrying next interval', {
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      )
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, o.intervalMs);
       });
   };
   timer = setTimeout(tick, o.intervalMs);
-  logger.event('info', 'queued sweeper running', { interval_ms: o.intervalMs, grace_ms: o.graceMs, batch_max: o.batchMax });
+  logger.event('info', 'queued sweeper running', {
+    interval_ms: o.intervalMs,
+    grace_ms: o.graceMs,
+    batch_max: o.batchMax,
+  });
   return {
     name: 'queued-sweeper',
     async stop() {

@@ -21,7 +21,13 @@ export class WorkReads {
   async status(workId: string): Promise<WorkStatusBody | undefined> {
     const row = await this.rt.reads.unit(workId);
     if (!row) return undefined;
-    return { work_id: row.work_id, session_id: row.session_id, status: row.status, ...(row.error === undefined ? {} : { error: row.error }), ...(row.output === undefined ? {} : { output: row.output }) };
+    return {
+      work_id: row.work_id,
+      session_id: row.session_id,
+      status: row.status,
+      ...(row.error === undefined ? {} : { error: row.error }),
+      ...(row.output === undefined ? {} : { output: row.output }),
+    };
   }
 
   async receipt(workId: string): Promise<WireReceipt | undefined> {
@@ -29,9 +35,14 @@ export class WorkReads {
     return row?.receipt ? (row.receipt as WireReceipt) : undefined;
   }
 
-  async sessionLog(sessionId: string): Promise<{ entries: ProjectedEntry[]; warnings: ProjectionWarning[] } | undefined> {
+  async sessionLog(
+    sessionId: string,
+  ): Promise<{ entries: ProjectedEntry[]; warnings: ProjectionWarning[] } | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId))) return undefined;
-    const [entries, warnings] = await Promise.all([this.rt.reads.sessionLog(sessionId, SESSION_ENTRIES_MAX), this.rt.reads.sessionWarnings(sessionId)]);
+    const [entries, warnings] = await Promise.all([
+      this.rt.reads.sessionLog(sessionId, SESSION_ENTRIES_MAX),
+      this.rt.reads.sessionWarnings(sessionId),
+    ]);
     return { entries, warnings };
   }
 

@@ -9,7 +9,9 @@ import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
 import type { TallyConfig } from '@tally/platform-app';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
-export type SubmitOutcome = { readonly ok: true; readonly work_id: string; readonly status: 'queued' } | { readonly ok: false; readonly rejection: Rejection };
+export type SubmitOutcome =
+  | { readonly ok: true; readonly work_id: string; readonly status: 'queued' }
+  | { readonly ok: false; readonly rejection: Rejection };
 
 export type AbortOutcome = { readonly ok: true } | { readonly ok: false; readonly rejection: Rejection };
 
@@ -61,7 +63,11 @@ export class WorkSubmission {
     const timeoutMs = config.orchestrator.read_your_writes_timeout_ms;
     if (timeoutMs === 0) return;
     if (!(await projections.waitFor(WORK_UNITS_PROJECTION, sequence, timeoutMs))) {
-      logger.event('warn', 'the work projection did not reach this write in time; reads may lag it', { work_id: workId, sequence, timeout_ms: timeoutMs });
+      logger.event('warn', 'the work projection did not reach this write in time; reads may lag it', {
+        work_id: workId,
+        sequence,
+        timeout_ms: timeoutMs,
+      });
     }
   }
 
@@ -72,7 +78,10 @@ export class WorkSubmission {
    */
   async enqueue(workId: string, token: string): Promise<void> {
     const { nats, config } = this.rt.ctx;
-    await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: workId, token }), { msgID: workId, timeout: config.nats.publish_timeout_ms });
+    await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: workId, token }), {
+      msgID: workId,
+      timeout: config.nats.publish_timeout_ms,
+    });
   }
 
   /** Records the abort, then tells the workers at once; a worker also re-checks the unit's events while it works. */

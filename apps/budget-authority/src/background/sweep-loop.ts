@@ -30,7 +30,11 @@ export class SweepLoop implements BackgroundTask {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.running = this.sweep()
-        .catch((error: unknown) => this.logger.event('error', `${this.name} sweep failed; retrying next interval`, { error: (error as Error).message }))
+        .catch((error: unknown) =>
+          this.logger.event('error', `${this.name} sweep failed; retrying next interval`, {
+            error: (error as Error).message,
+          }),
+        )
         .finally(() => {
           this.running = undefined;
           this.schedule();

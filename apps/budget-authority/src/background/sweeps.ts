@@ -19,7 +19,11 @@ export function expiryLoop(ctx: HostContext, authority: BudgetAuthority): Backgr
     a.expiry_interval_ms,
     async () => {
       const roots = await distinctRoots(
-        ctx.dataSource.manager.find(HoldRow, { where: { status: 'authorized', expiresAtMs: LessThanOrEqual(Date.now()) }, select: { rootId: true }, take: a.sweep_batch_max }),
+        ctx.dataSource.manager.find(HoldRow, {
+          where: { status: 'authorized', expiresAtMs: LessThanOrEqual(Date.now()) },
+          select: { rootId: true },
+          take: a.sweep_batch_max,
+        }),
       );
       if (roots.length === 0) return;
       const expired = await authority.expireHolds(roots);
@@ -36,11 +40,21 @@ export function reconcileLoop(ctx: HostContext, authority: BudgetAuthority): Bac
     'reconciler',
     a.reconcile_interval_ms,
     async () => {
-      const roots = await distinctRoots(ctx.dataSource.manager.find(AmbiguityRow, { where: { resolution: IsNull() }, select: { rootId: true }, take: a.sweep_batch_max }));
+      const roots = await distinctRoots(
+        ctx.dataSource.manager.find(AmbiguityRow, {
+          where: { resolution: IsNull() },
+          select: { rootId: true },
+          take: a.sweep_batch_max,
+        }),
+      );
       for (const root of roots) {
         const resolutions = await authority.reconcile(root);
         const resolved = resolutions.filter((r) => r.resolution !== undefined);
-        if (resolved.length > 0) ctx.logger.event('info', 'reconciled ambiguities', { tree: root, resolved: resolved.map((r) => `${r.ambiguity_id}=${r.resolution}`) });
+        if (resolved.length > 0)
+          ctx.logger.event('info', 'reconciled ambiguities', {
+            tree: root,
+            resolved: resolved.map((r) => `${r.ambiguity_id}=${r.resolution}`),
+          });
       }
     },
     ctx.logger,

@@ -20,7 +20,9 @@ export class EventsQueryDto {
 }
 
 export class HoldsQueryDto {
-  @IsOptional() @IsIn(['authorized', 'captured', 'admitted', 'reversed', 'cancelled', 'released', 'settled', 'retained']) status?: string;
+  @IsOptional()
+  @IsIn(['authorized', 'captured', 'admitted', 'reversed', 'cancelled', 'released', 'settled', 'retained'])
+  status?: string;
 }
 
 @Controller('v1/capabilities')
@@ -54,7 +56,13 @@ export class CapabilitiesController {
     if (!capability) throw notFound('capability', id);
     const time = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     const { issued_at_ms, expires_at_ms, revoked_at_ms, ...rest } = capability;
-    return wireJson({ ...rest, issued_at: time(issued_at_ms), expires_at: time(expires_at_ms), revoked_at: time(revoked_at_ms), revoked: revoked_at_ms !== null });
+    return wireJson({
+      ...rest,
+      issued_at: time(issued_at_ms),
+      expires_at: time(expires_at_ms),
+      revoked_at: time(revoked_at_ms),
+      revoked: revoked_at_ms !== null,
+    });
   }
 
   @Get(':id/usage')

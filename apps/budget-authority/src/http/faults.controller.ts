@@ -5,10 +5,29 @@
 import { BadRequestException, Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
 import { HOST_CONTEXT, type HostContext } from '@tally/platform-app';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsOptional, Max, Min, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { FAULT_TARGETS, type FaultTargets } from '../runtime/fault-targets.js';
 
-const AUTHORIZE = ['approve', 'decline', 'insufficient_funds', 'unavailable', 'rail_error', 'rail_error_after_commit', 'block_until_released'] as const;
+const AUTHORIZE = [
+  'approve',
+  'decline',
+  'insufficient_funds',
+  'unavailable',
+  'rail_error',
+  'rail_error_after_commit',
+  'block_until_released',
+] as const;
 const RELEASE = ['release', 'pending', 'fail', 'rail_error'] as const;
 const CAPTURE = ['settle', 'fail', 'rail_error'] as const;
 
@@ -19,7 +38,9 @@ export class RailFaultsDto {
 }
 
 export class LostAcksDto {
-  @IsArray() @ArrayMaxSize(3) @IsIn(['capture', 'cancellation', 'reverse'], { each: true }) kinds!: ('capture' | 'cancellation' | 'reverse')[];
+  @IsArray() @ArrayMaxSize(3) @IsIn(['capture', 'cancellation', 'reverse'], { each: true }) kinds!: (
+    'capture' | 'cancellation' | 'reverse'
+  )[];
   @IsInt() @Min(0) @Max(1_000) losses_max!: number;
 }
 
@@ -54,12 +75,16 @@ export class FaultsController {
   async configure(@Body() body: FaultsDto) {
     const t = this.targets;
     if (body.kill_projection_thread) {
-      if (!this.ctx.projections.kill) throw new BadRequestException('kill_projection_thread: projections run on the main thread here (projections.worker_thread=false)');
+      if (!this.ctx.projections.kill)
+        throw new BadRequestException(
+          'kill_projection_thread: projections run on the main thread here (projections.worker_thread=false)',
+        );
       await this.ctx.projections.kill();
     }
     if (body.reset) t.reset();
     if (body.rail) t.rail.configure(body.rail);
-    for (const [reference, behaviour] of Object.entries(body.references ?? {})) t.rail.configureReference(reference, behaviour);
+    for (const [reference, behaviour] of Object.entries(body.references ?? {}))
+      t.rail.configureReference(reference, behaviour);
     if (body.lost_acks) t.store.loseAcks({ kinds: body.lost_acks.kinds, lossesMax: body.lost_acks.losses_max });
     if (body.hook) t.hook.configure(body.hook);
     if (body.release_blocked_authorizations) t.rail.releaseBlockedAuthorizations();

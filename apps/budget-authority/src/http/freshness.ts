@@ -20,7 +20,9 @@ export class Freshness {
     const names = this.ctx.nats.names;
     let sequence = 0;
     try {
-      const last = await this.ctx.nats.jsm.streams.getMessage(names.budgetEventsStream, { last_by_subj: names.budgetEventSubject(rootId) });
+      const last = await this.ctx.nats.jsm.streams.getMessage(names.budgetEventsStream, {
+        last_by_subj: names.budgetEventSubject(rootId),
+      });
       sequence = last?.seq ?? 0;
     } catch {
       // No message on the subject yet (or an id that is no subject token): nothing to wait for.

@@ -13,7 +13,10 @@ export interface HeaderSink {
 /** The command id of an HTTP call: the caller's Idempotency-Key, else a fresh one (a new call). */
 export function commandIdFrom(key: string | undefined): string | undefined {
   if (key === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY.test(key)) throw new ProblemException(400, 'validation', 'The request is invalid', [{ field: 'Idempotency-Key', message: 'must be 1 to 256 printable ASCII characters' }]);
+  if (!IDEMPOTENCY_KEY.test(key))
+    throw new ProblemException(400, 'validation', 'The request is invalid', [
+      { field: 'Idempotency-Key', message: 'must be 1 to 256 printable ASCII characters' },
+    ]);
   return `http-${key}`;
 }
 

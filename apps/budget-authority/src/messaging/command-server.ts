@@ -21,7 +21,11 @@ export interface CommandServerLimits {
 @Module({})
 class BudgetCommandsModule {
   static register(port: AuthorityPort): DynamicModule {
-    return { module: BudgetCommandsModule, controllers: [BudgetCommandsController], providers: [{ provide: AUTHORITY_PORT, useValue: port }] };
+    return {
+      module: BudgetCommandsModule,
+      controllers: [BudgetCommandsController],
+      providers: [{ provide: AUTHORITY_PORT, useValue: port }],
+    };
   }
 }
 
@@ -58,7 +62,11 @@ export function commandServerOptions(ctx: HostContext, limits: CommandServerLimi
   };
 }
 
-export async function startCommandServer(ctx: HostContext, port: AuthorityPort, limits: CommandServerLimits): Promise<BackgroundTask> {
+export async function startCommandServer(
+  ctx: HostContext,
+  port: AuthorityPort,
+  limits: CommandServerLimits,
+): Promise<BackgroundTask> {
   const app: INestMicroservice = await NestFactory.createMicroservice(BudgetCommandsModule.register(port), {
     strategy: new JetStreamCommandServer(commandServerOptions(ctx, limits)),
     logger: ctx.logger,

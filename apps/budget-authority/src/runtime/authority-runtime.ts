@@ -3,7 +3,12 @@
 // Ed25519 signer, the simulated payment rail and the admission hook, with every limit
 // named. One instance per process: it holds the per-tree cache and queue.
 import { randomBytes } from 'node:crypto';
-import { BudgetAuthority, budgetEventRegistry, type BudgetAuthorityLimits, type PaymentRail } from '@tally/budget-application';
+import {
+  BudgetAuthority,
+  budgetEventRegistry,
+  type BudgetAuthorityLimits,
+  type PaymentRail,
+} from '@tally/budget-application';
 import { Ed25519Signer, SimulatedPaymentRail } from '@tally/budget-infrastructure';
 import type { HostContext, TallyConfig } from '@tally/platform-app';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
@@ -55,7 +60,11 @@ class RailSwitch implements PaymentRail {
   settlementState: PaymentRail['settlementState'] = (reference) => this.current.settlementState(reference);
 }
 
-export function buildAuthorityRuntime(ctx: HostContext, signer: Ed25519Signer, extras: AuthorityExtras): AuthorityRuntime {
+export function buildAuthorityRuntime(
+  ctx: HostContext,
+  signer: Ed25519Signer,
+  extras: AuthorityExtras,
+): AuthorityRuntime {
   const names = ctx.nats.names;
   const jetStreamStore = new JetStreamEventStore(ctx.nats.js, ctx.nats.jsm, {
     stream: names.budgetEventsStream,
@@ -80,6 +89,13 @@ export function buildAuthorityRuntime(ctx: HostContext, signer: Ed25519Signer, e
     },
     authorityLimits(ctx.config),
   );
-  const faults = extras.faultInjection ? faultTargets(() => rail.current, store, hook, () => (rail.current = newRail())) : undefined;
+  const faults = extras.faultInjection
+    ? faultTargets(
+        () => rail.current,
+        store,
+        hook,
+        () => (rail.current = newRail()),
+      )
+    : undefined;
   return { authority, faults };
 }

@@ -13,7 +13,12 @@ export interface FaultTargets {
   report(): Record<string, unknown>;
 }
 
-export function faultTargets(rail: () => SimulatedPaymentRail, store: SwitchableEventStore, hook: ConfigurableAdmissionHook, resetRail: () => void): FaultTargets {
+export function faultTargets(
+  rail: () => SimulatedPaymentRail,
+  store: SwitchableEventStore,
+  hook: ConfigurableAdmissionHook,
+  resetRail: () => void,
+): FaultTargets {
   return {
     get rail() {
       return rail();
@@ -26,7 +31,11 @@ export function faultTargets(rail: () => SimulatedPaymentRail, store: Switchable
       hook.reset();
     },
     report() {
-      return { rail: { ...rail().counters }, lost_acks: [...store.lost()], hook: { ...hook.counters, open_leases: [...hook.open] } };
+      return {
+        rail: { ...rail().counters },
+        lost_acks: [...store.lost()],
+        hook: { ...hook.counters, open_leases: [...hook.open] },
+      };
     },
   };
 }

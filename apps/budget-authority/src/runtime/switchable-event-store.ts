@@ -12,7 +12,8 @@ export class SwitchableEventStore implements EventStore {
 
   /** Loses the next `lossesMax` acknowledgements of appends that carry one of `kinds`. */
   loseAcks(options: LostAckOptions | undefined): void {
-    this.faulty = options === undefined || options.lossesMax === 0 ? undefined : new LostAckEventStore(this.inner, options);
+    this.faulty =
+      options === undefined || options.lossesMax === 0 ? undefined : new LostAckEventStore(this.inner, options);
   }
 
   /** Event ids whose append committed but whose acknowledgement was thrown away. */
@@ -20,7 +21,11 @@ export class SwitchableEventStore implements EventStore {
     return this.faulty?.lost ?? [];
   }
 
-  append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
+  append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
     return (this.faulty ?? this.inner).append(subject, events, expectedSequence);
   }
 

@@ -5,8 +5,22 @@ import type { NonceBinding } from '@tally/budget-domain';
 import type { EventStore } from '@tally/eventing';
 import { admit } from './admit/admit.handler.js';
 import type { AdmitCommand } from './admit/admit-flow.js';
-import { rootOfCapability, UNVERIFIED_TREE, type AuthorityContext, type BudgetAuthorityLimits } from './authority-context.js';
-import { capabilityEvents, capabilityUsage, issueCapability, revokeCapability, type IssueCapabilityCommand, type IssuedCapability, type Result, type Revoked } from './capability.handlers.js';
+import {
+  rootOfCapability,
+  UNVERIFIED_TREE,
+  type AuthorityContext,
+  type BudgetAuthorityLimits,
+} from './authority-context.js';
+import {
+  capabilityEvents,
+  capabilityUsage,
+  issueCapability,
+  revokeCapability,
+  type IssueCapabilityCommand,
+  type IssuedCapability,
+  type Result,
+  type Revoked,
+} from './capability.handlers.js';
 import { expireHolds, type Expired } from './expire.handler.js';
 import type { AdmissionHook, Clock, IdGenerator, PaymentRail, PublicKeyDescription, Signer } from './ports.js';
 import { allowAllAdmissionHook } from './ports.js';
@@ -32,7 +46,15 @@ export class BudgetAuthority {
 
   constructor(ports: BudgetAuthorityPorts, limits: BudgetAuthorityLimits) {
     const trees = new TreeStore(ports.store, ports.subjectOf, ports.clock, limits);
-    this.ctx = { trees, signer: ports.signer, rail: ports.rail, hook: ports.hook ?? allowAllAdmissionHook, clock: ports.clock, ids: ports.ids, limits };
+    this.ctx = {
+      trees,
+      signer: ports.signer,
+      rail: ports.rail,
+      hook: ports.hook ?? allowAllAdmissionHook,
+      clock: ports.clock,
+      ids: ports.ids,
+      limits,
+    };
   }
 
   issue(command: IssueCapabilityCommand): Promise<Result<IssuedCapability>> {
@@ -99,8 +121,14 @@ export class BudgetAuthority {
   async redeemNonce(token: string): Promise<boolean> {
     const claims = openToken<NonceClaims>(this.ctx.signer, 'n1', token);
     if (!claims) return false;
-    const nonce: { nonce_id: string; binding: NonceBinding; expires_at_ms: number } = { nonce_id: claims.nonce_id, binding: claims.binding, expires_at_ms: claims.expires_at_ms };
-    const out = await this.ctx.trees.step(rootOfCapability(claims.binding.capability_id), () => [{ type: 'ConsumeNonce', nonce, now_ms: this.ctx.clock.nowMs() }]);
+    const nonce: { nonce_id: string; binding: NonceBinding; expires_at_ms: number } = {
+      nonce_id: claims.nonce_id,
+      binding: claims.binding,
+      expires_at_ms: claims.expires_at_ms,
+    };
+    const out = await this.ctx.trees.step(rootOfCapability(claims.binding.capability_id), () => [
+      { type: 'ConsumeNonce', nonce, now_ms: this.ctx.clock.nowMs() },
+    ]);
     return out.kind === 'committed' && out.events.length > 0;
   }
 

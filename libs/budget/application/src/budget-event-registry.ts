@@ -27,5 +27,7 @@ const PAYLOADS: Readonly<Record<BudgetEventType, Constructor<object>>> = {
 export const BUDGET_EVENT_SCHEMA_VERSION = 1;
 
 export function budgetEventRegistry(): EventRegistry {
-  return new EventRegistry(BUDGET_EVENT_TYPES.map((type) => ({ type, version: BUDGET_EVENT_SCHEMA_VERSION, payload: PAYLOADS[type] })));
+  return new EventRegistry(
+    BUDGET_EVENT_TYPES.map((type) => ({ type, version: BUDGET_EVENT_SCHEMA_VERSION, payload: PAYLOADS[type] })),
+  );
 }

@@ -2,9 +2,28 @@
 // encoded (a bug must not reach the stream) and when it is read back.
 import { moneyFromWire } from '@tally/contracts';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Min, ValidateBy, ValidateNested } from 'class-validator';
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Min,
+  ValidateBy,
+  ValidateNested,
+} from 'class-validator';
 
-const IsMoney = () => ValidateBy({ name: 'isMoney', validator: { validate: (v: unknown) => (moneyFromWire(v) ?? -1n) >= 0n, defaultMessage: () => '$property must be a non-negative integer amount of minor units' } });
+const IsMoney = () =>
+  ValidateBy({
+    name: 'isMoney',
+    validator: {
+      validate: (v: unknown) => (moneyFromWire(v) ?? -1n) >= 0n,
+      defaultMessage: () => '$property must be a non-negative integer amount of minor units',
+    },
+  });
 const Id = () => Length(1, 512);
 const Ms = () => Min(0);
 
@@ -131,7 +150,19 @@ export class LeaseReleasedDto extends LeaseReservedDto {
 }
 
 export class PaymentStepRecordedDto extends HoldStepDto {
-  @IsIn(['authorized', 'declined', 'insufficient_funds', 'ambiguous', 'captured', 'capture_failed', 'released', 'release_pending', 'release_failed', 'refunded']) step!: string;
+  @IsIn([
+    'authorized',
+    'declined',
+    'insufficient_funds',
+    'ambiguous',
+    'captured',
+    'capture_failed',
+    'released',
+    'release_pending',
+    'release_failed',
+    'refunded',
+  ])
+  step!: string;
   @IsString() @Id() reference!: string;
   @IsOptional() @IsString() authorization_id?: string;
   @IsOptional() @IsString() rail_reference?: string;
@@ -153,7 +184,15 @@ export class NonceIssuedDto extends NonceConsumedDto {
 
 export class AmbiguityRecordedDto extends HoldStepDto {
   @IsString() @Id() ambiguity_id!: string;
-  @IsIn(['invocation_capture', 'cancellation', 'reverse', 'payment_authorization', 'payment_release', 'payment_capture']) kind!: string;
+  @IsIn([
+    'invocation_capture',
+    'cancellation',
+    'reverse',
+    'payment_authorization',
+    'payment_release',
+    'payment_capture',
+  ])
+  kind!: string;
   @IsOptional() @IsString() event_id?: string;
   @IsOptional() @IsBoolean() event_in_stream?: boolean;
   @IsOptional() @IsString() reference?: string;

@@ -2,7 +2,16 @@
 // grant and its mutation events, newest first (B18).
 import { createHash } from 'node:crypto';
 import { moneyToWire } from '@tally/contracts';
-import { committedOf, listMutations, usageOf, type Capability, type Grant, type MutationRecord, type Rejection, type TreeState } from '@tally/budget-domain';
+import {
+  committedOf,
+  listMutations,
+  usageOf,
+  type Capability,
+  type Grant,
+  type MutationRecord,
+  type Rejection,
+  type TreeState,
+} from '@tally/budget-domain';
 import { rootOfCapability, type AuthorityContext } from './authority-context.js';
 import { grantToWire, sealToken, type CapabilityClaims, type WireGrant } from './tokens.js';
 
@@ -25,14 +34,27 @@ export interface IssuedCapability {
   readonly grants: readonly WireGrant[];
 }
 
-export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly rejection: Rejection };
+export type Result<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly rejection: Rejection };
 
-export async function issueCapability(ctx: AuthorityContext, cmd: IssueCapabilityCommand): Promise<Result<IssuedCapability>> {
+export async function issueCapability(
+  ctx: AuthorityContext,
+  cmd: IssueCapabilityCommand,
+): Promise<Result<IssuedCapability>> {
   const ttlMs = cmd.ttl_seconds * 1000;
   if (!(Number.isSafeInteger(cmd.ttl_seconds) && ttlMs > 0 && ttlMs <= ctx.limits.capabilityTtlMaxMs)) {
-    return { ok: false, rejection: { code: 'grants_invalid', message: `ttl_seconds must be between 1 and ${ctx.limits.capabilityTtlMaxMs / 1000}` } };
+    return {
+      ok: false,
+      rejection: {
+        code: 'grants_invalid',
+        message: `ttl_seconds must be between 1 and ${ctx.limits.capabilityTtlMaxMs / 1000}`,
+      },
+    };
   }
-  const suffix = cmd.command_id === undefined ? ctx.ids.newId() : createHash('sha256').update(cmd.command_id).digest('hex').slice(0, 24);
+  const suffix =
+    cmd.command_id === undefined
+      ? ctx.ids.newId()
+      : createHash('sha256').update(cmd.command_id).digest('hex').slice(0, 24);
   const rootId = cmd.parent_id === undefined ? `cap_${suffix}` : rootOfCapability(cmd.parent_id);
   const id = cmd.parent_id === undefined ? rootId : `${rootId}--${suffix}`;
   const nowMs = ctx.clock.nowMs();
@@ -71,7 +93,13 @@ export function describeIssued(ctx: AuthorityContext, capability: Capability): I
     grants,
     key_id: ctx.signer.keyId,
   };
-  return { id: capability.id, root_id: capability.root_id, token: sealToken(ctx.signer, 'c1', claims), expires_at: new Date(capability.expires_at_ms).toISOString(), grants };
+  return {
+    id: capability.id,
+    root_id: capability.root_id,
+    token: sealToken(ctx.signer, 'c1', claims),
+    expires_at: new Date(capability.expires_at_ms).toISOString(),
+    grants,
+  };
 }
 
 export interface Revoked {
@@ -81,12 +109,24 @@ export interface Revoked {
 }
 
 export async function revokeCapability(ctx: AuthorityContext, capabilityId: string): Promise<Result<Revoked>> {
-  const out = await ctx.trees.step(rootOfCapability(capabilityId), () => [{ type: 'RevokeCapability', capability_id: capabilityId, now_ms: ctx.clock.nowMs() }]);
+  const out = await ctx.trees.step(rootOfCapability(capabilityId), () => [
+    { type: 'RevokeCapability', capability_id: capabilityId, now_ms: ctx.clock.nowMs() },
+  ]);
   if (out.kind === 'rejected') return { ok: false, rejection: out.rejection };
   const capability = out.state.capabilities.get(capabilityId);
-  if (!capability || capability.revoked_at_ms === undefined) throw new Error(`revoking ${capabilityId} could not be confirmed`);
-  const descendants = [...out.state.capabilities.values()].filter((c) => c.id !== capabilityId && c.revoked_at_ms === capability.revoked_at_ms && isBelow(out.state, c, capabilityId));
-  return { ok: true, value: { id: capabilityId, revoked_at: new Date(capability.revoked_at_ms).toISOString(), revoked_descendants: descendants.map((c) => c.id) } };
+  if (!capability || capability.revoked_at_ms === undefined)
+    throw new Error(`revoking ${capabilityId} could not be confirmed`);
+  const descendants = [...out.state.capabilities.values()].filter(
+    (c) => c.id !== capabilityId && c.revoked_at_ms === capability.revoked_at_ms && isBelow(out.state, c, capabilityId),
+  );
+  return {
+    ok: true,
+    value: {
+      id: capabilityId,
+      revoked_at: new Date(capability.revoked_at_ms).toISOString(),
+      revoked_descendants: descendants.map((c) => c.id),
+    },
+  };
 }
 
 function isBelow(state: TreeState, capability: Capability, ancestorId: string): boolean {
@@ -107,7 +147,10 @@ export interface GrantUsage {
   readonly currency: string | null;
 }
 
-export async function capabilityUsage(ctx: AuthorityContext, capabilityId: string): Promise<{ id: string; grants: GrantUsage[] } | undefined> {
+export async function capabilityUsage(
+  ctx: AuthorityContext,
+  capabilityId: string,
+): Promise<{ id: string; grants: GrantUsage[] } | undefined> {
   const state = await ctx.trees.read(rootOfCapability(capabilityId));
   const capability = state.capabilities.get(capabilityId);
   if (!capability) return undefined;
@@ -132,18 +175,27 @@ export interface MutationEventView {
   readonly realized_delta_units: number | string;
 }
 
-export async function capabilityEvents(ctx: AuthorityContext, capabilityId: string, query: { grant_index?: number; limit: number }): Promise<MutationEventView[] | undefined> {
+export async function capabilityEvents(
+  ctx: AuthorityContext,
+  capabilityId: string,
+  query: { grant_index?: number; limit: number },
+): Promise<MutationEventView[] | undefined> {
   const state = await ctx.trees.read(rootOfCapability(capabilityId));
   const capability = state.capabilities.get(capabilityId);
   if (!capability) return undefined;
   const limit = Math.max(1, Math.min(query.limit, ctx.limits.mutationListLimitMax));
   const indexes = query.grant_index === undefined ? capability.grants.map((_, i) => i) : [query.grant_index];
-  const all: MutationRecord[] = indexes.flatMap((grant_index) => listMutations(state, { capability_id: capabilityId, grant_index }, limit));
+  const all: MutationRecord[] = indexes.flatMap((grant_index) =>
+    listMutations(state, { capability_id: capabilityId, grant_index }, limit),
+  );
   all.sort((a, b) => b.commit_index - a.commit_index);
-  return all.slice(0, limit).map((m) => ({
-    ...m,
-    occurred_at: new Date(m.at_ms).toISOString(),
-    exposed_delta_units: moneyToWire(m.exposed_delta_units),
-    realized_delta_units: moneyToWire(m.realized_delta_units),
-  })).map(({ at_ms: _at, ...rest }) => rest);
+  return all
+    .slice(0, limit)
+    .map((m) => ({
+      ...m,
+      occurred_at: new Date(m.at_ms).toISOString(),
+      exposed_delta_units: moneyToWire(m.exposed_delta_units),
+      realized_delta_units: moneyToWire(m.realized_delta_units),
+    }))
+    .map(({ at_ms: _at, ...rest }) => rest);
 }

@@ -19,12 +19,24 @@ export const MONEY_FIELDS: ReadonlySet<string> = new Set([
 const OPAQUE_FIELDS: ReadonlySet<string> = new Set(['receipt', 'decision']);
 
 export function toMessage(event: BudgetEvent, rootId: string, occurredAt: string): Omit<EventMessage, 'schemaVersion'> {
-  return { eventId: event.event_id, type: event.type, aggregateId: rootId, occurredAt, payload: toWire(event.data) as Record<string, unknown> };
+  return {
+    eventId: event.event_id,
+    type: event.type,
+    aggregateId: rootId,
+    occurredAt,
+    payload: toWire(event.data) as Record<string, unknown>,
+  };
 }
 
 export function fromStored(stored: StoredEvent): RecordedBudgetEvent {
   const data = fromWire(stored.event.payload);
-  return { type: stored.event.type, event_id: stored.event.eventId, data, commit_index: stored.sequence, commit_position: stored.position ?? 0 } as RecordedBudgetEvent;
+  return {
+    type: stored.event.type,
+    event_id: stored.event.eventId,
+    data,
+    commit_index: stored.sequence,
+    commit_position: stored.position ?? 0,
+  } as RecordedBudgetEvent;
 }
 
 function toWire(value: unknown): unknown {
@@ -32,7 +44,8 @@ function toWire(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(toWire);
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) if (item !== undefined) out[key] = OPAQUE_FIELDS.has(key) ? item : toWire(item);
+    for (const [key, item] of Object.entries(value))
+      if (item !== undefined) out[key] = OPAQUE_FIELDS.has(key) ? item : toWire(item);
     return out;
   }
   return value;

@@ -12,7 +12,9 @@ export interface Expired {
 export async function expireHolds(ctx: AuthorityContext, rootIds: readonly string[]): Promise<Expired[]> {
   const out: Expired[] = [];
   for (const rootId of rootIds) {
-    const step = await ctx.trees.step(rootId, () => [{ type: 'ExpireHolds', now_ms: ctx.clock.nowMs(), holds_max: ctx.limits.expireHoldsPerStepMax }]);
+    const step = await ctx.trees.step(rootId, () => [
+      { type: 'ExpireHolds', now_ms: ctx.clock.nowMs(), holds_max: ctx.limits.expireHoldsPerStepMax },
+    ]);
     if (step.kind !== 'committed') continue;
     const ids = step.events.map((e) => (e.data as HoldReversedData).hold_id);
     const leases: BudgetCommand[] = [];
@@ -20,7 +22,9 @@ export async function expireHolds(ctx: AuthorityContext, rootIds: readonly strin
       const hold = step.state.holds.get(id);
       if (hold?.lease_id === undefined || hold.lease_released) continue;
       let outcome: 'released' | 'failed' = 'released';
-      await ctx.hook.release({ lease_id: hold.lease_id, hold_id: id, request_id: hold.request_id }).catch(() => (outcome = 'failed'));
+      await ctx.hook
+        .release({ lease_id: hold.lease_id, hold_id: id, request_id: hold.request_id })
+        .catch(() => (outcome = 'failed'));
       leases.push({ type: 'RecordLease', hold_id: id, lease_id: hold.lease_id, outcome, now_ms: ctx.clock.nowMs() });
     }
     if (leases.length > 0) await ctx.trees.step(rootId, () => leases);

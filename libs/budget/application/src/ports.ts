@@ -33,14 +33,27 @@ export type PaymentResult =
   | { readonly outcome: 'failed' | 'unavailable' | 'rail_error'; readonly detail: string };
 
 export type SettlementState =
-  | { readonly state: 'none' | 'authorized' | 'captured' | 'released' | 'refunded' | 'pending' | 'declined'; readonly authorization_id?: string }
+  | {
+      readonly state: 'none' | 'authorized' | 'captured' | 'released' | 'refunded' | 'pending' | 'declined';
+      readonly authorization_id?: string;
+    }
   | { readonly state: 'unknown'; readonly detail: string };
 
 export interface PaymentRail {
   authorize(request: PaymentAuthorizeRequest): Promise<PaymentAuthorizeResult>;
-  capture(request: { authorization_id: string; amount_units: bigint; currency: string; reference: string }): Promise<PaymentResult>;
+  capture(request: {
+    authorization_id: string;
+    amount_units: bigint;
+    currency: string;
+    reference: string;
+  }): Promise<PaymentResult>;
   release(request: { authorization_id: string; reference: string }): Promise<PaymentResult>;
-  refund(request: { transaction_id: string; amount_units: bigint; currency: string; reference: string }): Promise<PaymentResult>;
+  refund(request: {
+    transaction_id: string;
+    amount_units: bigint;
+    currency: string;
+    reference: string;
+  }): Promise<PaymentResult>;
   /** What the rail knows about a reference: lets the reconciler resolve an ambiguity from facts. */
   settlementState(reference: string): Promise<SettlementState>;
 }
@@ -68,7 +81,8 @@ export interface AdmissionRequest {
   readonly context: AdmitContext;
 }
 
-export type AdmissionVerdict = { readonly outcome: 'allow'; readonly lease_id?: string } | { readonly outcome: 'deny'; readonly reason: string };
+export type AdmissionVerdict =
+  { readonly outcome: 'allow'; readonly lease_id?: string } | { readonly outcome: 'deny'; readonly reason: string };
 
 export interface LeaseRef {
   readonly lease_id: string;

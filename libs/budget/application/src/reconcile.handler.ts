@@ -23,8 +23,20 @@ export async function reconcile(ctx: AuthorityContext, rootId: string): Promise<
       continue;
     }
     const now = ctx.clock.nowMs();
-    const step = await ctx.trees.step(rootId, () => [...plan.facts, { type: 'ResolveAmbiguity', ambiguity_id: ambiguity.ambiguity_id, resolution: plan.resolution, ...(plan.rail ? { rail_state: plan.rail } : {}), now_ms: now }]);
-    out.push({ ambiguity_id: ambiguity.ambiguity_id, resolution: step.kind === 'committed' ? plan.resolution : undefined });
+    const step = await ctx.trees.step(rootId, () => [
+      ...plan.facts,
+      {
+        type: 'ResolveAmbiguity',
+        ambiguity_id: ambiguity.ambiguity_id,
+        resolution: plan.resolution,
+        ...(plan.rail ? { rail_state: plan.rail } : {}),
+        now_ms: now,
+      },
+    ]);
+    out.push({
+      ambiguity_id: ambiguity.ambiguity_id,
+      resolution: step.kind === 'committed' ? plan.resolution : undefined,
+    });
   }
   return out;
 }
@@ -43,7 +55,8 @@ async function resolve(ctx: AuthorityContext, ambiguity: Ambiguity, hold: Hold):
     case 'invocation_capture':
     case 'reverse':
       if (hold.status === 'authorized') return { resolution: `${ambiguity.kind}_absent_reversed`, facts: [rollback] };
-      if (hold.status === 'captured' && !hold.admitted) return afterMoneyCheck(ctx, hold, 'capture_committed_cancelled', [cancel]);
+      if (hold.status === 'captured' && !hold.admitted)
+        return afterMoneyCheck(ctx, hold, 'capture_committed_cancelled', [cancel]);
       return { resolution: `${ambiguity.kind}_committed`, facts: [] };
     case 'cancellation':
       if (hold.status === 'captured') return { resolution: 'cancellation_reapplied', facts: [cancel] };
@@ -54,14 +67,24 @@ async function resolve(ctx: AuthorityContext, ambiguity: Ambiguity, hold: Hold):
       return afterMoneyCheck(ctx, hold, 'payment_released_cancelled', [cancel]);
     case 'payment_capture': {
       const rail = await ctx.rail.settlementState(hold.request_id);
-      if (rail.state === 'captured') return { resolution: 'payment_capture_confirmed', facts: [paymentStep(hold, 'captured', now)], rail: rail.state };
+      if (rail.state === 'captured')
+        return {
+          resolution: 'payment_capture_confirmed',
+          facts: [paymentStep(hold, 'captured', now)],
+          rail: rail.state,
+        };
       return undefined;
     }
   }
 }
 
 /** Runs `facts` only once the rail shows no money held for the request, releasing it first when it is held. */
-async function afterMoneyCheck(ctx: AuthorityContext, hold: Hold, resolution: string, facts: BudgetCommand[]): Promise<Plan | undefined> {
+async function afterMoneyCheck(
+  ctx: AuthorityContext,
+  hold: Hold,
+  resolution: string,
+  facts: BudgetCommand[],
+): Promise<Plan | undefined> {
   const rail = await ctx.rail.settlementState(hold.request_id);
   const now = ctx.clock.nowMs();
   if (rail.state === 'none' || rail.state === 'declined' || rail.state === 'released' || rail.state === 'refunded') {
@@ -73,7 +96,12 @@ async function afterMoneyCheck(ctx: AuthorityContext, hold: Hold, resolution: st
   if (authorization === undefined) return undefined;
   const result = await callRail(() =>
     rail.state === 'captured'
-      ? ctx.rail.refund({ transaction_id: authorization, amount_units: hold.exposure_units, currency: hold.currency ?? 'XXX', reference: hold.request_id })
+      ? ctx.rail.refund({
+          transaction_id: authorization,
+          amount_units: hold.exposure_units,
+          currency: hold.currency ?? 'XXX',
+          reference: hold.request_id,
+        })
       : ctx.rail.release({ authorization_id: authorization, reference: hold.request_id }),
   );
   if (result.outcome !== 'released' && result.outcome !== 'refunded') return undefined;

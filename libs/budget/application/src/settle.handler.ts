@@ -2,7 +2,14 @@
 // failed_after_dispatch keeps everything (B5); elicitation_required and not_dispatched
 // release the payment and, only once the rail confirms it, the budget (B6, B9).
 import { moneyToWire } from '@tally/contracts';
-import { minBig, spendFor, type BudgetCommand, type Hold, type SettleOutcome, type TreeState } from '@tally/budget-domain';
+import {
+  minBig,
+  spendFor,
+  type BudgetCommand,
+  type Hold,
+  type SettleOutcome,
+  type TreeState,
+} from '@tally/budget-domain';
 import { rootOfCapability, type AuthorityContext } from './authority-context.js';
 import type { PaymentResult } from './ports.js';
 import { answeredCommand, signedReceipt, type ReceiptMetadata, type SignedReceipt } from './receipts.js';
@@ -32,8 +39,21 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
   if (answered) return { receipt: signedReceipt(answered) };
   const hold = state.holds.get(cmd.hold_id);
   const meta: ReceiptMetadata = { budget_authority: { hold_id: cmd.hold_id }, financial: {} };
-  const problem = !hold ? 'hold is unknown' : !hold.admitted ? 'hold was never admitted for dispatch' : hold.status !== 'captured' ? `hold is already ${hold.status}` : undefined;
-  if (problem || !hold) return finish(ctx, rootId, cmd, hold, { verdict: 'deny', reason: problem!, settlement: 'rejected', meta, facts: [] });
+  const problem = !hold
+    ? 'hold is unknown'
+    : !hold.admitted
+      ? 'hold was never admitted for dispatch'
+      : hold.status !== 'captured'
+        ? `hold is already ${hold.status}`
+        : undefined;
+  if (problem || !hold)
+    return finish(ctx, rootId, cmd, hold, {
+      verdict: 'deny',
+      reason: problem!,
+      settlement: 'rejected',
+      meta,
+      facts: [],
+    });
   const plan = await planSettlement(ctx, state, hold, cmd.outcome, meta);
   plan.facts.push(...(await releaseLease(ctx, hold, meta)));
   return finish(ctx, rootId, cmd, hold, { ...plan, meta });
@@ -46,33 +66,57 @@ interface Plan {
   facts: BudgetCommand[];
 }
 
-async function planSettlement(ctx: AuthorityContext, state: TreeState, hold: Hold, outcome: SettleOutcome, meta: ReceiptMetadata): Promise<Plan> {
+async function planSettlement(
+  ctx: AuthorityContext,
+  state: TreeState,
+  hold: Hold,
+  outcome: SettleOutcome,
+  meta: ReceiptMetadata,
+): Promise<Plan> {
   const now = ctx.clock.nowMs();
   switch (outcome.kind) {
     case 'completed':
       return settleCompleted(ctx, state, hold, outcome.cost_units, meta);
     case 'failed_after_dispatch':
       meta.budget_authority.terminal = { kind: 'retained', failure: outcome.failure };
-      return { verdict: 'deny', reason: `failed after dispatch: ${outcome.failure}`, settlement: 'retained', facts: [{ type: 'SettleHold', hold_id: hold.hold_id, outcome, now_ms: now }] };
+      return {
+        verdict: 'deny',
+        reason: `failed after dispatch: ${outcome.failure}`,
+        settlement: 'retained',
+        facts: [{ type: 'SettleHold', hold_id: hold.hold_id, outcome, now_ms: now }],
+      };
     case 'elicitation_required':
     case 'not_dispatched': {
       const reason = outcome.kind === 'elicitation_required' ? outcome.message : `not dispatched: ${outcome.reason}`;
       const released = await releasePayment(ctx, hold, meta);
-      if (!released.confirmed) return { verdict: 'deny', reason, settlement: 'release_unconfirmed', facts: released.facts };
+      if (!released.confirmed)
+        return { verdict: 'deny', reason, settlement: 'release_unconfirmed', facts: released.facts };
       const undo: BudgetCommand =
         outcome.kind === 'elicitation_required'
           ? { type: 'SettleHold', hold_id: hold.hold_id, outcome, now_ms: now }
           : { type: 'CancelCaptured', hold_id: hold.hold_id, cause: 'not_dispatched', now_ms: now };
-      meta.budget_authority.terminal = { kind: outcome.kind === 'elicitation_required' ? 'release_exposure' : 'cancel_captured_before_dispatch' };
+      meta.budget_authority.terminal = {
+        kind: outcome.kind === 'elicitation_required' ? 'release_exposure' : 'cancel_captured_before_dispatch',
+      };
       return { verdict: 'deny', reason, settlement: 'released', facts: [...released.facts, undo] };
     }
   }
 }
 
-async function settleCompleted(ctx: AuthorityContext, state: TreeState, hold: Hold, cost: bigint, meta: ReceiptMetadata): Promise<Plan> {
+async function settleCompleted(
+  ctx: AuthorityContext,
+  state: TreeState,
+  hold: Hold,
+  cost: bigint,
+  meta: ReceiptMetadata,
+): Promise<Plan> {
   const now = ctx.clock.nowMs();
   const spend = spendFor(state, hold, cost);
-  meta.budget_authority.terminal = { kind: spend.kind, realized_units: moneyToWire(spend.realized_units), overrun_units: moneyToWire(spend.overrun_units) };
+  meta.budget_authority.terminal = {
+    kind: spend.kind,
+    realized_units: moneyToWire(spend.realized_units),
+    overrun_units: moneyToWire(spend.overrun_units),
+  };
   const facts: BudgetCommand[] = [];
   let settlement = 'completed';
   const payment = hold.payment;
@@ -82,48 +126,104 @@ async function settleCompleted(ctx: AuthorityContext, state: TreeState, hold: Ho
     const reference = hold.request_id;
     const currency = hold.currency ?? 'XXX';
     const result = await callRail(() =>
-      amount === 0n ? ctx.rail.release({ authorization_id: payment.authorization_id!, reference }) : ctx.rail.capture({ authorization_id: payment.authorization_id!, amount_units: amount, currency, reference }),
+      amount === 0n
+        ? ctx.rail.release({ authorization_id: payment.authorization_id!, reference })
+        : ctx.rail.capture({ authorization_id: payment.authorization_id!, amount_units: amount, currency, reference }),
     );
     const ok = result.outcome === (amount === 0n ? 'released' : 'settled');
-    meta.financial = { payment_reference: payment.authorization_id, payment_capture_amount_units: moneyToWire(amount), payment_capture_status: result.outcome };
+    meta.financial = {
+      payment_reference: payment.authorization_id,
+      payment_capture_amount_units: moneyToWire(amount),
+      payment_capture_status: result.outcome,
+    };
     const step = ok ? (amount === 0n ? 'released' : 'captured') : 'capture_failed';
-    facts.push({ type: 'RecordPaymentStep', hold_id: hold.hold_id, payment: { step, amount_units: amount, ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}) }, now_ms: now });
+    facts.push({
+      type: 'RecordPaymentStep',
+      hold_id: hold.hold_id,
+      payment: {
+        step,
+        amount_units: amount,
+        ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}),
+      },
+      now_ms: now,
+    });
     if (!ok) {
       settlement = 'failed';
       facts.push({ type: 'RecordAmbiguity', kind: 'payment_capture', hold_id: hold.hold_id, reference, now_ms: now });
     }
   } else if (payment.mode === 'prepaid_final') {
-    meta.financial = { payment_reference: payment.authorization_id ?? null, payment_mode: 'prepaid_final', payment_capture_status: 'prepaid' };
+    meta.financial = {
+      payment_reference: payment.authorization_id ?? null,
+      payment_mode: 'prepaid_final',
+      payment_capture_status: 'prepaid',
+    };
   }
-  facts.push({ type: 'SettleHold', hold_id: hold.hold_id, outcome: { kind: 'completed', cost_units: cost }, now_ms: now });
+  facts.push({
+    type: 'SettleHold',
+    hold_id: hold.hold_id,
+    outcome: { kind: 'completed', cost_units: cost },
+    now_ms: now,
+  });
   return { verdict: 'allow', reason: 'completed', settlement, facts };
 }
 
 /** Releases (or refunds, for prepaid-final) the payment; confirmed only on Released or Refunded (B9). */
-export async function releasePayment(ctx: AuthorityContext, hold: Hold, meta: ReceiptMetadata): Promise<{ confirmed: boolean; facts: BudgetCommand[] }> {
+export async function releasePayment(
+  ctx: AuthorityContext,
+  hold: Hold,
+  meta: ReceiptMetadata,
+): Promise<{ confirmed: boolean; facts: BudgetCommand[] }> {
   const payment = hold.payment;
   if (payment.status !== 'authorized' || payment.authorization_id === undefined) return { confirmed: true, facts: [] };
   const reference = hold.request_id;
   const result = await callRail(() =>
     payment.mode === 'prepaid_final'
-      ? ctx.rail.refund({ transaction_id: payment.authorization_id!, amount_units: hold.exposure_units, currency: hold.currency ?? 'XXX', reference })
+      ? ctx.rail.refund({
+          transaction_id: payment.authorization_id!,
+          amount_units: hold.exposure_units,
+          currency: hold.currency ?? 'XXX',
+          reference,
+        })
       : ctx.rail.release({ authorization_id: payment.authorization_id!, reference }),
   );
   const now = ctx.clock.nowMs();
   meta.financial.payment_reference = payment.authorization_id;
   meta.financial.payment_release_attempt_reference = reference;
   if (result.outcome === 'released' || result.outcome === 'refunded') {
-    Object.assign(meta.financial, { payment_release_confirmed: true, payment_release_status: result.outcome, payment_release_reference: result.rail_reference });
-    return { confirmed: true, facts: [{ type: 'RecordPaymentStep', hold_id: hold.hold_id, payment: { step: result.outcome, rail_reference: result.rail_reference }, now_ms: now }] };
+    Object.assign(meta.financial, {
+      payment_release_confirmed: true,
+      payment_release_status: result.outcome,
+      payment_release_reference: result.rail_reference,
+    });
+    return {
+      confirmed: true,
+      facts: [
+        {
+          type: 'RecordPaymentStep',
+          hold_id: hold.hold_id,
+          payment: { step: result.outcome, rail_reference: result.rail_reference },
+          now_ms: now,
+        },
+      ],
+    };
   }
   const status = result.outcome === 'pending' ? 'pending' : result.outcome === 'failed' ? 'failed' : 'unknown';
-  Object.assign(meta.financial, { payment_release_unconfirmed: true, payment_authorization_retained: true, payment_release_status: status });
+  Object.assign(meta.financial, {
+    payment_release_unconfirmed: true,
+    payment_authorization_retained: true,
+    payment_release_status: status,
+  });
   if ('rail_reference' in result) meta.financial.payment_release_reference = result.rail_reference;
   const step = result.outcome === 'pending' ? 'release_pending' : 'release_failed';
   return {
     confirmed: false,
     facts: [
-      { type: 'RecordPaymentStep', hold_id: hold.hold_id, payment: { step, ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}) }, now_ms: now },
+      {
+        type: 'RecordPaymentStep',
+        hold_id: hold.hold_id,
+        payment: { step, ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}) },
+        now_ms: now,
+      },
       { type: 'RecordAmbiguity', kind: 'payment_release', hold_id: hold.hold_id, reference, now_ms: now },
     ],
   };
@@ -150,7 +250,13 @@ async function releaseLease(ctx: AuthorityContext, hold: Hold, meta: ReceiptMeta
   }
 }
 
-async function finish(ctx: AuthorityContext, rootId: string, cmd: SettleCommand, hold: Hold | undefined, plan: Plan & { meta: ReceiptMetadata }): Promise<SettleResult> {
+async function finish(
+  ctx: AuthorityContext,
+  rootId: string,
+  cmd: SettleCommand,
+  hold: Hold | undefined,
+  plan: Plan & { meta: ReceiptMetadata },
+): Promise<SettleResult> {
   const fields = (verdict: 'allow' | 'deny', reason: string, settlement: string): ReceiptFields => ({
     kind: 'settlement',
     verdict,
@@ -165,9 +271,23 @@ async function finish(ctx: AuthorityContext, rootId: string, cmd: SettleCommand,
     settlement,
     metadata: plan.meta,
   });
-  let written = await writeReceipt(ctx, rootId, cmd.command_id, fields(plan.verdict, plan.reason, plan.settlement), plan.facts);
+  let written = await writeReceipt(
+    ctx,
+    rootId,
+    cmd.command_id,
+    fields(plan.verdict, plan.reason, plan.settlement),
+    plan.facts,
+  );
   // Another settlement won the race: this command's answer says so, and records nothing else.
-  if (written.kind === 'rejected') written = await writeReceipt(ctx, rootId, cmd.command_id, fields('deny', written.rejection.message, 'rejected'), []);
-  if (written.kind === 'rejected') throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
+  if (written.kind === 'rejected')
+    written = await writeReceipt(
+      ctx,
+      rootId,
+      cmd.command_id,
+      fields('deny', written.rejection.message, 'rejected'),
+      [],
+    );
+  if (written.kind === 'rejected')
+    throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
   return { receipt: written.receipt };
 }

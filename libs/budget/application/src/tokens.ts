@@ -72,7 +72,12 @@ export const VERIFIED_TOKENS_MAX = 10_000;
  * verified token for next time: for tokens presented again and again (capabilities), not
  * single-use ones (nonces), which would only push the others out.
  */
-export function openToken<T extends { key_id: string }>(signer: Signer, prefix: string, token: string, remember = false): T | undefined {
+export function openToken<T extends { key_id: string }>(
+  signer: Signer,
+  prefix: string,
+  token: string,
+  remember = false,
+): T | undefined {
   const key = `${prefix}:${token}`;
   let cache = verified.get(signer);
   const hit = cache?.get(key);
@@ -110,8 +115,12 @@ export function grantToWire(grant: Grant): WireGrant {
     server_id: grant.server_id,
     tool_name: grant.tool_name,
     ...(grant.max_invocations === undefined ? {} : { max_invocations: grant.max_invocations }),
-    ...(grant.max_cost_per_invocation === undefined ? {} : { max_cost_per_invocation: moneyToWire(grant.max_cost_per_invocation) }),
-    ...(grant.max_total_cost_units === undefined ? {} : { max_total_cost_units: moneyToWire(grant.max_total_cost_units) }),
+    ...(grant.max_cost_per_invocation === undefined
+      ? {}
+      : { max_cost_per_invocation: moneyToWire(grant.max_cost_per_invocation) }),
+    ...(grant.max_total_cost_units === undefined
+      ? {}
+      : { max_total_cost_units: moneyToWire(grant.max_total_cost_units) }),
     ...(grant.currency === undefined ? {} : { currency: grant.currency }),
   };
 }

@@ -2,7 +2,15 @@
 // ones before it leave, and their events go out as ONE commit. A hot tree then pays one
 // round trip for many Admits' steps instead of one each, and the commit is atomic, so a
 // step never lands without the steps its decision relied on.
-import { decideSequence, evolve, type BudgetCommand, type BudgetEvent, type RecordedBudgetEvent, type Rejection, type TreeState } from '@tally/budget-domain';
+import {
+  decideSequence,
+  evolve,
+  type BudgetCommand,
+  type BudgetEvent,
+  type RecordedBudgetEvent,
+  type Rejection,
+  type TreeState,
+} from '@tally/budget-domain';
 
 export type StepDecision =
   | { readonly kind: 'events'; readonly events: readonly BudgetEvent[] }
@@ -30,7 +38,11 @@ export interface GroupLimits {
  * events (`{hold}:capture-invocation:{authorize_commit_index}`), which is only known once
  * that commit is acknowledged; such a plan waits for the next commit and is decided again.
  */
-export function decideGroup(plans: readonly ((state: TreeState) => readonly BudgetCommand[])[], state: TreeState, limits: GroupLimits): GroupDecision {
+export function decideGroup(
+  plans: readonly ((state: TreeState) => readonly BudgetCommand[])[],
+  state: TreeState,
+  limits: GroupLimits,
+): GroupDecision {
   const steps: StepDecision[] = [];
   const events: BudgetEvent[] = [];
   const touched = new Set<string>();
@@ -65,13 +77,22 @@ function holdOf(event: BudgetEvent): string | undefined {
 }
 
 /** The group's events with their real commit index and positions, and the state after each step. */
-export function recordGroup(state: TreeState, group: GroupDecision, commitIndex: number): { states: TreeState[]; recorded: RecordedBudgetEvent[][] } {
+export function recordGroup(
+  state: TreeState,
+  group: GroupDecision,
+  commitIndex: number,
+): { states: TreeState[]; recorded: RecordedBudgetEvent[][] } {
   const states: TreeState[] = [];
   const recorded: RecordedBudgetEvent[][] = [];
   let current = state;
   let position = 0;
   for (const step of group.steps) {
-    const events = step.kind === 'events' ? step.events.map((event) => ({ ...event, commit_index: commitIndex, commit_position: position++ }) as RecordedBudgetEvent) : [];
+    const events =
+      step.kind === 'events'
+        ? step.events.map(
+            (event) => ({ ...event, commit_index: commitIndex, commit_position: position++ }) as RecordedBudgetEvent,
+          )
+        : [];
     current = events.reduce(evolve, current);
     states.push(current);
     recorded.push(events);

@@ -4,7 +4,14 @@
 // guessed at: the stream is read back and the caller learns which event ids are in it.
 // Steps that wait on the same tree are group-committed: decided in order and appended as
 // one commit (tree-group.ts), so a hot tree pays one round trip for many of them.
-import { evolve, initialState, type BudgetCommand, type RecordedBudgetEvent, type Rejection, type TreeState } from '@tally/budget-domain';
+import {
+  evolve,
+  initialState,
+  type BudgetCommand,
+  type RecordedBudgetEvent,
+  type Rejection,
+  type TreeState,
+} from '@tally/budget-domain';
 import { AppendOutcomeUnknown, ConcurrencyConflict, RetriesExhausted, type EventStore } from '@tally/eventing';
 import { fromStored, toMessage } from './event-codec.js';
 import { KeyedQueue } from './keyed-queue.js';
@@ -43,7 +50,12 @@ export type StepOutcome =
   | { readonly kind: 'committed'; readonly state: TreeState; readonly events: readonly RecordedBudgetEvent[] }
   | { readonly kind: 'rejected'; readonly state: TreeState; readonly rejection: Rejection }
   /** The append's acknowledgement was lost. `present` holds the event ids the stream has; undefined when it could not be read. */
-  | { readonly kind: 'unknown'; readonly state: TreeState; readonly eventIds: readonly string[]; readonly present: ReadonlySet<string> | undefined };
+  | {
+      readonly kind: 'unknown';
+      readonly state: TreeState;
+      readonly eventIds: readonly string[];
+      readonly present: ReadonlySet<string> | undefined;
+    };
 
 export type Plan = (state: TreeState) => readonly BudgetCommand[];
 
@@ -64,8 +76,12 @@ export class TreeStore {
     private readonly limits: TreeStoreLimits,
   ) {
     this.queue = new KeyedQueue(limits.queueWaitingMax);
-    this.group = { stepsMax: limits.groupStepsMax ?? GROUP_STEPS_MAX, eventsMax: limits.groupEventsMax ?? GROUP_EVENTS_MAX };
-    if (!(this.group.stepsMax >= 1 && this.group.eventsMax >= 1)) throw new Error('groupStepsMax and groupEventsMax must be at least 1');
+    this.group = {
+      stepsMax: limits.groupStepsMax ?? GROUP_STEPS_MAX,
+      eventsMax: limits.groupEventsMax ?? GROUP_EVENTS_MAX,
+    };
+    if (!(this.group.stepsMax >= 1 && this.group.eventsMax >= 1))
+      throw new Error('groupStepsMax and groupEventsMax must be at least 1');
   }
 
   /** The tree's state, caught up with the stream. */
@@ -103,13 +119,18 @@ export class TreeStore {
     return new Promise<StepOutcome>((resolve, reject) => {
       const entry: WaitingStep = { plan, resolve, reject };
       this.waiting.set(rootId, [...(this.waiting.get(rootId) ?? []), entry]);
-      this.queue.run(rootId, () => this.drain(rootId)).catch((error: unknown) => {
-        // Only a refused drain (QueueFull) lands here; its step may still be waiting for nobody.
-        const list = this.waiting.get(rootId) ?? [];
-        if (!list.includes(entry)) return;
-        this.waiting.set(rootId, list.filter((w) => w !== entry));
-        reject(error);
-      });
+      this.queue
+        .run(rootId, () => this.drain(rootId))
+        .catch((error: unknown) => {
+          // Only a refused drain (QueueFull) lands here; its step may still be waiting for nobody.
+          const list = this.waiting.get(rootId) ?? [];
+          if (!list.includes(entry)) return;
+          this.waiting.set(
+            rootId,
+            list.filter((w) => w !== entry),
+          );
+          reject(error);
+        });
     });
   }
 
@@ -119,12 +140,17 @@ export class TreeStore {
     this.waiting.set(rootId, (this.waiting.get(rootId) ?? []).slice(group.length));
     let outcomes: GroupStepResult[];
     try {
-      outcomes = await this.stepGroup(rootId, group.map((w) => w.plan));
+      outcomes = await this.stepGroup(
+        rootId,
+        group.map((w) => w.plan),
+      );
     } catch (error) {
       for (const w of group) w.reject(error);
       return;
     }
-    outcomes.forEach((outcome, i) => (outcome.kind === 'failed' ? group[i]!.reject(outcome.error) : group[i]!.resolve(outcome)));
+    outcomes.forEach((outcome, i) =>
+      outcome.kind === 'failed' ? group[i]!.reject(outcome.error) : group[i]!.resolve(outcome),
+    );
     // Steps the group left out (see decideGroup) go first in the next commit.
     this.waiting.set(rootId, [...group.slice(outcomes.length), ...(this.waiting.get(rootId) ?? [])]);
     if (this.waiting.get(rootId)!.length === 0) this.waiting.delete(rootId);
@@ -138,7 +164,12 @@ export class TreeStore {
       const view = cached ?? (await this.catchUp(rootId)).view;
       const group = decideGroup(plans, view.state, this.group);
       // A rejection or a no-op on a stale cache may be wrong: confirm it against the stream.
-      if (cached && group.steps.some((s) => s.kind !== 'events' || s.events.length === 0) && (await this.catchUp(rootId)).loaded.length > 0) continue;
+      if (
+        cached &&
+        group.steps.some((s) => s.kind !== 'events' || s.events.length === 0) &&
+        (await this.catchUp(rootId)).loaded.length > 0
+      )
+        continue;
       if (group.events.length === 0) return group.steps.map((s) => resultOf(s, view.state, []));
       const occurredAt = new Date(this.clock.nowMs()).toISOString();
       const messages = group.events.map((event) => toMessage(event, rootId, occurredAt));
@@ -156,7 +187,10 @@ export class TreeStore {
         if (error instanceof ConcurrencyConflict) {
           // A conflict with nothing new to read means part of the batch was dropped as a duplicate
           // of an event this decision did not account for: a bug, not contention, so stop here.
-          if ((await this.catchUp(rootId)).loaded.length === 0) throw new Error(`append to ${subject} conflicts without new events: ${messages.map((m) => m.eventId).join(', ')}`);
+          if ((await this.catchUp(rootId)).loaded.length === 0)
+            throw new Error(
+              `append to ${subject} conflicts without new events: ${messages.map((m) => m.eventId).join(', ')}`,
+            );
           continue;
         }
         // Only a lost acknowledgement is read back; anything else (a commit above its limits, an invalid event) is a bug.
@@ -173,16 +207,23 @@ export class TreeStore {
    * the group stands whatever happened: a denial never moves money.
    */
   private async readGroupTruth(rootId: string, group: GroupDecision): Promise<GroupStepResult[]> {
-    const truth = await this.readTruth(rootId, group.events.map((e) => e.event_id));
+    const truth = await this.readTruth(
+      rootId,
+      group.events.map((e) => e.event_id),
+    );
     return group.steps.map((s) => {
       if (s.kind !== 'events') return resultOf(s, truth.state, []);
       const eventIds = s.events.map((e) => e.event_id);
-      const present = truth.present === undefined ? undefined : new Set(eventIds.filter((id) => truth.present!.has(id)));
+      const present =
+        truth.present === undefined ? undefined : new Set(eventIds.filter((id) => truth.present!.has(id)));
       return { kind: 'unknown', state: truth.state, eventIds, present };
     });
   }
 
-  private async readTruth(rootId: string, eventIds: readonly string[]): Promise<{ state: TreeState; present: ReadonlySet<string> | undefined }> {
+  private async readTruth(
+    rootId: string,
+    eventIds: readonly string[],
+  ): Promise<{ state: TreeState; present: ReadonlySet<string> | undefined }> {
     for (let attempt = 1; attempt <= this.limits.truthReadAttemptsMax; attempt++) {
       try {
         const { view, loaded } = await this.catchUp(rootId);
@@ -199,7 +240,10 @@ export class TreeStore {
     const cached = this.cache.get(rootId) ?? { state: initialState(), lastSequence: 0 };
     const { events, lastSequence } = await this.store.load(this.subjectOf(rootId), cached.lastSequence);
     const loaded = events.map(fromStored);
-    const view = { state: loaded.reduce(evolve, cached.state), lastSequence: Math.max(lastSequence, cached.lastSequence) };
+    const view = {
+      state: loaded.reduce(evolve, cached.state),
+      lastSequence: Math.max(lastSequence, cached.lastSequence),
+    };
     this.remember(rootId, view);
     return { view, loaded };
   }

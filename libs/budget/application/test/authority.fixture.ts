@@ -3,9 +3,22 @@
 // admission hook. Tests drive it through the facade only.
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { BudgetAuthority, budgetEventRegistry, type AdmissionHook, type AdmitCommand, type BudgetAuthorityLimits, type IssuedCapability } from '@tally/budget-application';
+import {
+  BudgetAuthority,
+  budgetEventRegistry,
+  type AdmissionHook,
+  type AdmitCommand,
+  type BudgetAuthorityLimits,
+  type IssuedCapability,
+} from '@tally/budget-application';
 import type { AdmitContext, Grant } from '@tally/budget-domain';
-import { Ed25519Signer, LostAckEventStore, SimulatedPaymentRail, type LostAckOptions, type SimulatedRailOptions } from '@tally/budget-infrastructure';
+import {
+  Ed25519Signer,
+  LostAckEventStore,
+  SimulatedPaymentRail,
+  type LostAckOptions,
+  type SimulatedRailOptions,
+} from '@tally/budget-infrastructure';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import type { EventStore } from '@tally/eventing';
 import { JetStreamEventStore, connectNats, ensureStream } from '@tally/platform-jetstream';
@@ -28,7 +41,13 @@ export const LIMITS: BudgetAuthorityLimits = {
   receiptAppendAttemptsMax: 3,
 };
 
-export const MONETARY: Grant = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100n, max_total_cost_units: 1000n, currency: 'USD' };
+export const MONETARY: Grant = {
+  server_id: 'cost-srv',
+  tool_name: 'compute',
+  max_cost_per_invocation: 100n,
+  max_total_cost_units: 1000n,
+  currency: 'USD',
+};
 export const PLAIN: Grant = { server_id: 'srv-a', tool_name: 'read_file' };
 export const CONTEXTS: ReadonlyArray<[string, AdmitContext]> = [
   ['standalone', { kind: 'standalone' }],
@@ -89,11 +108,26 @@ export class AuthorityFixture {
 
   static async start(options: FixtureOptions = {}): Promise<AuthorityFixture> {
     const names = tallyNames(uniqueNamespace('ba'));
-    const nc = await connectNats({ url: sharedNatsUrl(), name: `test-${names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+    const nc = await connectNats({
+      url: sharedNatsUrl(),
+      name: `test-${names.namespace}`,
+      connectTimeoutMs: 5000,
+      maxReconnectAttempts: -1,
+      reconnectTimeWaitMs: 100,
+    });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
-    await ensureStream(jsm, testEventStreamSpec(names.budgetEventsStream, [names.budgetEventsWildcard], 512 * 1024 * 1024));
-    const store = new JetStreamEventStore(js, jsm, { stream: names.budgetEventsStream, registry: budgetEventRegistry(), publishTimeoutMs: 5000, loadEventsMax: 1_000_000, loadIdleTimeoutMs: 5000 });
+    await ensureStream(
+      jsm,
+      testEventStreamSpec(names.budgetEventsStream, [names.budgetEventsWildcard], 512 * 1024 * 1024),
+    );
+    const store = new JetStreamEventStore(js, jsm, {
+      stream: names.budgetEventsStream,
+      registry: budgetEventRegistry(),
+      publishTimeoutMs: 5000,
+      loadEventsMax: 1_000_000,
+      loadIdleTimeoutMs: 5000,
+    });
     return new AuthorityFixture(nc, names, store, options);
   }
 
@@ -102,14 +136,27 @@ export class AuthorityFixture {
     if (this.options.lostAck && !extra.store) this.lostAck = new LostAckEventStore(this.store, this.options.lostAck);
     const store = extra.store ?? this.lostAck ?? this.store;
     const clock = { nowMs: () => this.nowMs };
-    const ids = { newId: () => `${Date.now().toString(36)}_${++this.ids}_${Math.floor(Math.random() * 1e9).toString(36)}` };
+    const ids = {
+      newId: () => `${Date.now().toString(36)}_${++this.ids}_${Math.floor(Math.random() * 1e9).toString(36)}`,
+    };
     return new BudgetAuthority(
-      { store, subjectOf: (root) => this.names.budgetEventSubject(root), clock, ids, rail: this.rail, signer: this.signer, hook: this.hook },
+      {
+        store,
+        subjectOf: (root) => this.names.budgetEventSubject(root),
+        clock,
+        ids,
+        rail: this.rail,
+        signer: this.signer,
+        hook: this.hook,
+      },
       { ...LIMITS, ...this.options.limits },
     );
   }
 
-  async issue(grants: readonly Grant[], extra: { parent_id?: string; budget_share_units?: bigint } = {}): Promise<IssuedCapability> {
+  async issue(
+    grants: readonly Grant[],
+    extra: { parent_id?: string; budget_share_units?: bigint } = {},
+  ): Promise<IssuedCapability> {
     const out = await this.authority.issue({ subject_public_key: 'agent-key', ttl_seconds: 3600, grants, ...extra });
     if (!out.ok) throw new Error(`issue rejected: ${out.rejection.message}`);
     return out.value;
@@ -144,7 +191,9 @@ export class AuthorityFixture {
   }
 
   async kinds(capability: IssuedCapability, grantIndex = 0): Promise<string[]> {
-    return ((await this.authority.events(capability.id, { grant_index: grantIndex, limit: 100 })) ?? []).map((e) => e.kind);
+    return ((await this.authority.events(capability.id, { grant_index: grantIndex, limit: 100 })) ?? []).map(
+      (e) => e.kind,
+    );
   }
 
   async dispose(): Promise<void> {
@@ -154,4 +203,5 @@ export class AuthorityFixture {
   }
 }
 
-export const holdOf = (requestId: string, capability: IssuedCapability, grantIndex = 0) => `budget-hold:${requestId}:${capability.id}:${grantIndex}`;
+export const holdOf = (requestId: string, capability: IssuedCapability, grantIndex = 0) =>
+  `budget-hold:${requestId}:${capability.id}:${grantIndex}`;

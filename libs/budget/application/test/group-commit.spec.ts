@@ -8,7 +8,11 @@ import { AuthorityFixture, MONETARY, holdOf } from './authority.fixture.js';
 class CountingStore implements EventStore {
   appends = 0;
   constructor(private readonly inner: EventStore) {}
-  append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
+  append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
     this.appends++;
     return this.inner.append(subject, events, expectedSequence);
   }
@@ -27,7 +31,11 @@ describe('group commit on one tree', () => {
     const counting = new CountingStore(f.store);
     const authority = f.newAuthority({ store: counting });
     const admits = 40;
-    const decisions = await Promise.all(Array.from({ length: admits }, (_, i) => authority.admit(f.admitCommand(`grp-${i}`, cap, { requested_cost: 10n }))));
+    const decisions = await Promise.all(
+      Array.from({ length: admits }, (_, i) =>
+        authority.admit(f.admitCommand(`grp-${i}`, cap, { requested_cost: 10n })),
+      ),
+    );
     expect(decisions.every((d) => d.verdict === 'allow')).toBe(true);
     // Alone, each Admit makes three appends (authorize, capture, allow); grouped, far fewer in all.
     expect(counting.appends).toBeLessThan(3 * admits);

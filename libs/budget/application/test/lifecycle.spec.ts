@@ -10,11 +10,19 @@ describe('budget authority lifecycle (B1-B9)', () => {
     f = await AuthorityFixture.start();
     const cap = await f.issue([MONETARY]);
     const decision = await f.admit('req-happy', cap);
-    expect(decision).toMatchObject({ verdict: 'allow', dispatch: true, hold_id: holdOf('req-happy', cap), grant_index: 0 });
+    expect(decision).toMatchObject({
+      verdict: 'allow',
+      dispatch: true,
+      hold_id: holdOf('req-happy', cap),
+      grant_index: 0,
+    });
     const budget = decision.receipt.metadata.budget_authority as Record<string, Record<string, unknown>>;
     const authorizeIndex = budget['authorize']!['budget_commit_index'] as number;
     expect(budget['authorize']!['event_id']).toBe(`${holdOf('req-happy', cap)}:authorize`);
-    expect(budget['invocation_capture']).toMatchObject({ event_id: `${holdOf('req-happy', cap)}:capture-invocation:${authorizeIndex}`, budget_commit_index: expect.any(Number) });
+    expect(budget['invocation_capture']).toMatchObject({
+      event_id: `${holdOf('req-happy', cap)}:capture-invocation:${authorizeIndex}`,
+      budget_commit_index: expect.any(Number),
+    });
     expect(await f.usage(cap)).toEqual({ invocations: 1, committed: 100n });
     expect(f.rail.counters.authorize).toBe(1);
     expect(await f.kinds(cap)).toEqual(['capture_invocation', 'authorize_exposure']);
@@ -25,9 +33,15 @@ describe('budget authority lifecycle (B1-B9)', () => {
     f = await AuthorityFixture.start();
     const cap = await f.issue([{ ...MONETARY, max_invocations: 2, max_total_cost_units: 150n }]);
     expect((await f.admit('r1', cap, { requested_cost: 100n })).verdict).toBe('allow');
-    expect(await f.admit('r2', cap, { requested_cost: 60n })).toMatchObject({ verdict: 'deny', reason: 'budget exhausted' });
+    expect(await f.admit('r2', cap, { requested_cost: 60n })).toMatchObject({
+      verdict: 'deny',
+      reason: 'budget exhausted',
+    });
     expect((await f.admit('r3', cap, { requested_cost: 50n })).verdict).toBe('allow');
-    expect(await f.admit('r4', cap, { requested_cost: 0n })).toMatchObject({ verdict: 'deny', reason: 'max invocations reached' });
+    expect(await f.admit('r4', cap, { requested_cost: 0n })).toMatchObject({
+      verdict: 'deny',
+      reason: 'max invocations reached',
+    });
     expect(await f.usage(cap)).toEqual({ invocations: 2, committed: 150n });
   });
 
@@ -52,7 +66,9 @@ describe('budget authority lifecycle (B1-B9)', () => {
       expect(decision.verdict).toBe('deny');
       expect(f.rail.counters.authorize - before).toBe(1);
       const budget = decision.receipt.metadata.budget_authority as Record<string, Record<string, unknown>>;
-      expect(budget['invocation_capture']!['event_id']).toBe(`${holdOf(request, cap)}:capture-invocation:${budget['authorize']!['budget_commit_index']}`);
+      expect(budget['invocation_capture']!['event_id']).toBe(
+        `${holdOf(request, cap)}:capture-invocation:${budget['authorize']!['budget_commit_index']}`,
+      );
       if (behaviour === 'decline' || behaviour === 'insufficient_funds') {
         expect(await f.usage(cap)).toEqual({ invocations: 0, committed: 0n });
         expect(await f.kinds(cap)).toContain('cancel_captured_before_dispatch');
@@ -68,7 +84,11 @@ describe('budget authority lifecycle (B1-B9)', () => {
     const cap = await f.issue([MONETARY]);
     const a = await f.admit('req-settle-a', cap);
     const settled = await f.settle(a.hold_id!, { kind: 'completed', cost_units: 40n });
-    expect(settled.receipt).toMatchObject({ verdict: 'allow', settlement: 'completed', metadata: { budget_authority: { terminal: { kind: 'reconcile_spend', realized_units: 40 } } } });
+    expect(settled.receipt).toMatchObject({
+      verdict: 'allow',
+      settlement: 'completed',
+      metadata: { budget_authority: { terminal: { kind: 'reconcile_spend', realized_units: 40 } } },
+    });
     expect(await f.usage(cap)).toEqual({ invocations: 1, committed: 40n });
     expect(f.rail.counters.capture).toBe(1);
     const b = await f.admit('req-settle-b', cap);
@@ -85,7 +105,9 @@ describe('budget authority lifecycle (B1-B9)', () => {
     const cap = await f.issue([MONETARY]);
     const a = await f.admit('req-prepaid', cap);
     const settled = await f.settle(a.hold_id!, { kind: 'completed', cost_units: 30n });
-    expect(settled.receipt.metadata.budget_authority).toMatchObject({ terminal: { kind: 'capture_spend', realized_units: 100 } });
+    expect(settled.receipt.metadata.budget_authority).toMatchObject({
+      terminal: { kind: 'capture_spend', realized_units: 100 },
+    });
     expect(await f.usage(cap)).toEqual({ invocations: 1, committed: 100n });
   });
 
@@ -127,10 +149,18 @@ describe('budget authority lifecycle (B1-B9)', () => {
   });
 
   it('B8 two identical requests at once: one allow, one payment, the loser releases its lease before the payment completes, and a sibling is admitted after', async () => {
-    f = await AuthorityFixture.start({ rail: { mode: 'reversible_hold', behaviour: { authorize: 'block_until_released' } } });
+    f = await AuthorityFixture.start({
+      rail: { mode: 'reversible_hold', behaviour: { authorize: 'block_until_released' } },
+    });
     const root = await f.issue([{ ...MONETARY, max_total_cost_units: 200n }]);
-    const childA = await f.issue([{ ...MONETARY, max_total_cost_units: 100n }], { parent_id: root.id, budget_share_units: 100n });
-    const childB = await f.issue([{ ...MONETARY, max_total_cost_units: 100n }], { parent_id: root.id, budget_share_units: 100n });
+    const childA = await f.issue([{ ...MONETARY, max_total_cost_units: 100n }], {
+      parent_id: root.id,
+      budget_share_units: 100n,
+    });
+    const childB = await f.issue([{ ...MONETARY, max_total_cost_units: 100n }], {
+      parent_id: root.id,
+      budget_share_units: 100n,
+    });
     f.hook.barrier = { size: 2, waiting: [] };
     const both = [f.admit('req-concurrent', childA), f.admit('req-concurrent', childA)];
     await waitFor(() => f.rail.counters.authorize === 1 && f.hook.releases === 1);
@@ -149,7 +179,11 @@ describe('budget authority lifecycle (B1-B9)', () => {
     const cap = await f.issue([MONETARY]);
     const a = await f.admit('req-predispatch-unwind-pending', cap);
     const settled = await f.settle(a.hold_id!, { kind: 'not_dispatched', reason: 'worker lost' });
-    expect(settled.receipt.metadata.financial).toMatchObject({ payment_release_unconfirmed: true, payment_authorization_retained: true, payment_release_status: 'pending' });
+    expect(settled.receipt.metadata.financial).toMatchObject({
+      payment_release_unconfirmed: true,
+      payment_authorization_retained: true,
+      payment_release_status: 'pending',
+    });
     expect(await f.usage(cap)).toEqual({ invocations: 1, committed: 100n });
     expect(await f.kinds(cap)).not.toContain('reverse_exposure');
     expect(await f.kinds(cap)).not.toContain('cancel_captured_before_dispatch');

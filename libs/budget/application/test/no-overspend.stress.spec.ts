@@ -12,8 +12,14 @@ describe('no overspend under concurrency (B19)', () => {
   it('B19 400 concurrent Admits and Settles on one tree across two authority processes stay within every limit, and a replay rebuilds the same books', async () => {
     f = await AuthorityFixture.start();
     const root = await f.issue([{ ...MONETARY, max_total_cost_units: 3000n, max_invocations: 60 }]);
-    const childA = await f.issue([{ ...MONETARY, max_total_cost_units: 1200n, max_invocations: 40 }], { parent_id: root.id, budget_share_units: 1200n });
-    const childB = await f.issue([{ ...MONETARY, max_total_cost_units: 900n, max_invocations: 30 }], { parent_id: root.id, budget_share_units: 900n });
+    const childA = await f.issue([{ ...MONETARY, max_total_cost_units: 1200n, max_invocations: 40 }], {
+      parent_id: root.id,
+      budget_share_units: 1200n,
+    });
+    const childB = await f.issue([{ ...MONETARY, max_total_cost_units: 900n, max_invocations: 30 }], {
+      parent_id: root.id,
+      budget_share_units: 900n,
+    });
     const authorities: BudgetAuthority[] = [f.authority, f.newAuthority()];
     const caps = [root, childA, childB];
     const latencies: number[] = [];
@@ -22,10 +28,16 @@ describe('no overspend under concurrency (B19)', () => {
       const cap = caps[i % 3]!;
       const started = performance.now();
       // Some request ids repeat, so duplicates race on both processes.
-      const decision = await authority.admit(f.admitCommand(`req-${i % 350}`, cap, { requested_cost: BigInt(20 + (i % 80)) }));
+      const decision = await authority.admit(
+        f.admitCommand(`req-${i % 350}`, cap, { requested_cost: BigInt(20 + (i % 80)) }),
+      );
       latencies.push(performance.now() - started);
       if (decision.verdict === 'allow' && i % 4 === 0) {
-        await authority.settle({ command_id: `settle-${i}`, hold_id: decision.hold_id!, outcome: { kind: 'completed', cost_units: BigInt(i % 50) } });
+        await authority.settle({
+          command_id: `settle-${i}`,
+          hold_id: decision.hold_id!,
+          outcome: { kind: 'completed', cost_units: BigInt(i % 50) },
+        });
       }
       return decision.verdict;
     });
@@ -37,10 +49,15 @@ describe('no overspend under concurrency (B19)', () => {
     expect(committedOf(rootUsage) <= 3000n && rootUsage.invocation_count <= 60).toBe(true);
     expect(state.spend.get(childA.id)!.committed_units <= 1200n).toBe(true);
     expect(state.spend.get(childB.id)!.committed_units <= 900n).toBe(true);
-    expect(state.spend.get(childA.id)!.committed_units + state.spend.get(childB.id)!.committed_units <= state.spend.get(root.id)!.committed_units).toBe(true);
+    expect(
+      state.spend.get(childA.id)!.committed_units + state.spend.get(childB.id)!.committed_units <=
+        state.spend.get(root.id)!.committed_units,
+    ).toBe(true);
     expect(await f.authority.treeState(root.root_id)).toEqual(state);
     latencies.sort((a, b) => a - b);
     // Recorded, not asserted: a shared CI machine makes absolute latencies noisy.
-    console.log(`B19 stress: ${verdicts.filter((v) => v === 'allow').length} allowed of 400; admit p50 ${latencies[200]!.toFixed(1)} ms, p99 ${latencies[395]!.toFixed(1)} ms`);
+    console.log(
+      `B19 stress: ${verdicts.filter((v) => v === 'allow').length} allowed of 400; admit p50 ${latencies[200]!.toFixed(1)} ms, p99 ${latencies[395]!.toFixed(1)} ms`,
+    );
   });
 });

@@ -4,7 +4,8 @@ import { AuthorityFixture, CONTEXTS, MONETARY, PLAIN } from './authority.fixture
 
 type Section = Record<string, unknown>;
 const PREFLIGHT = { limits: { requireExecutionNonce: true } } as const;
-const preflightHold = (request: string, capabilityId: string) => `nonce-preflight-budget-hold:${request}:${capabilityId}:0`;
+const preflightHold = (request: string, capabilityId: string) =>
+  `nonce-preflight-budget-hold:${request}:${capabilityId}:0`;
 
 describe('execution nonces (B13-B16)', () => {
   let f: AuthorityFixture;
@@ -26,16 +27,26 @@ describe('execution nonces (B13-B16)', () => {
     });
 
     it(`B13 an unconfirmed preflight cleanup denies with "execution nonce preflight cleanup could not be confirmed", issues no nonce, and a replay adds no events (${label})`, async () => {
-      f = await AuthorityFixture.start({ ...PREFLIGHT, lostAck: { kinds: ['reverse'], lossesMax: Number.POSITIVE_INFINITY } });
+      f = await AuthorityFixture.start({
+        ...PREFLIGHT,
+        lostAck: { kinds: ['reverse'], lossesMax: Number.POSITIVE_INFINITY },
+      });
       const cap = await f.issue([{ ...PLAIN, max_invocations: 1 }]);
       const request = `req-preflight-cleanup-${label}`;
       const response = await f.admit(request, cap, { context });
-      expect(response).toMatchObject({ verdict: 'deny', reason: 'execution nonce preflight cleanup could not be confirmed' });
+      expect(response).toMatchObject({
+        verdict: 'deny',
+        reason: 'execution nonce preflight cleanup could not be confirmed',
+      });
       expect(response.execution_nonce).toBeUndefined();
       expect(response.receipt.metadata.execution_nonce).toMatchObject({ cleanup_unconfirmed: true });
       const budget = response.receipt.metadata.budget_authority as Section;
       const hold = preflightHold(request, cap.id);
-      expect(budget).toMatchObject({ cleanup_mutation_kind: 'invocation', cleanup_hold_id: hold, cleanup_attempt_event_id_available: true });
+      expect(budget).toMatchObject({
+        cleanup_mutation_kind: 'invocation',
+        cleanup_hold_id: hold,
+        cleanup_attempt_event_id_available: true,
+      });
       const attempt = budget['cleanup_attempt_event_id'] as string;
       expect(attempt.startsWith(`${hold}:authorize:`) && attempt.includes(':rollback:')).toBe(true);
       const events = (await f.authority.events(cap.id, { grant_index: 0, limit: 10 }))!;
@@ -54,26 +65,40 @@ describe('execution nonces (B13-B16)', () => {
       f.hook.failReleases = true;
       const cap = await f.issue([{ ...PLAIN, max_invocations: 1 }]);
       const response = await f.admit(`req-preflight-runtime-release-${label}`, cap, { context });
-      expect(response).toMatchObject({ verdict: 'deny', reason: 'execution nonce preflight cleanup could not be confirmed' });
+      expect(response).toMatchObject({
+        verdict: 'deny',
+        reason: 'execution nonce preflight cleanup could not be confirmed',
+      });
       expect(response.execution_nonce).toBeUndefined();
-      expect(response.receipt.metadata.runtime).toMatchObject({ reservation_release_failed: true, reservation_retained: true });
+      expect(response.receipt.metadata.runtime).toMatchObject({
+        reservation_release_failed: true,
+        reservation_retained: true,
+      });
       expect(response.receipt.metadata.runtime).not.toHaveProperty('reservation_release_failure_reason');
       expect(f.hook).toMatchObject({ reserves: 1, releases: 1 });
     });
 
     it(`B15 a nonce minted for another request id is caught before payment and capture; an unconfirmed cleanup says "pre-dispatch cleanup could not be confirmed" (${label})`, async () => {
-      f = await AuthorityFixture.start({ ...PREFLIGHT, lostAck: { kinds: ['reverse'], lossesMax: Number.POSITIVE_INFINITY } });
+      f = await AuthorityFixture.start({
+        ...PREFLIGHT,
+        lostAck: { kinds: ['reverse'], lossesMax: Number.POSITIVE_INFINITY },
+      });
       const clean = f.newAuthority({ store: f.store });
       const cap = await f.issue([MONETARY]);
       const minted = await clean.admit(f.admitCommand('req-nonce-id-bound-original', cap, { context }));
       expect(minted.execution_nonce).toBeDefined();
-      const response = await f.admit(`req-nonce-id-bound-${label}`, cap, { context, execution_nonce: minted.execution_nonce! });
+      const response = await f.admit(`req-nonce-id-bound-${label}`, cap, {
+        context,
+        execution_nonce: minted.execution_nonce!,
+      });
       expect(response).toMatchObject({ verdict: 'deny', reason: 'pre-dispatch cleanup could not be confirmed' });
       expect((response.receipt.metadata.budget_authority as Section)['pre_dispatch_cleanup_unconfirmed']).toBe(true);
       expect(f.rail.counters.authorize).toBe(0);
       expect(await f.kinds(cap)).not.toContain('capture_invocation');
       expect(await f.usage(cap)).toEqual({ invocations: 0, committed: 0n });
-      const confirmed = await clean.admit(f.admitCommand(`req-nonce-id-bound-clean-${label}`, cap, { context, execution_nonce: minted.execution_nonce! }));
+      const confirmed = await clean.admit(
+        f.admitCommand(`req-nonce-id-bound-clean-${label}`, cap, { context, execution_nonce: minted.execution_nonce! }),
+      );
       expect(confirmed).toMatchObject({ verdict: 'deny', reason: 'execution nonce does not match the request' });
     });
 
@@ -87,9 +112,21 @@ describe('execution nonces (B13-B16)', () => {
         const response = await f.admit(request, cap, { context, execution_nonce: preflight.execution_nonce! });
         expect(response.verdict).toBe('deny');
         const financial = response.receipt.metadata.financial;
-        expect(financial).toMatchObject({ payment_release_unconfirmed: true, payment_authorization_retained: true, payment_release_attempt_reference: request });
-        expect((response.receipt.metadata.budget_authority as Record<string, Section>)['invocation_capture']!['admission_retained']).toBe(true);
-        if (release === 'pending') expect(financial).toMatchObject({ payment_release_status: 'pending', payment_release_reference: 'release_pending_reference' });
+        expect(financial).toMatchObject({
+          payment_release_unconfirmed: true,
+          payment_authorization_retained: true,
+          payment_release_attempt_reference: request,
+        });
+        expect(
+          (response.receipt.metadata.budget_authority as Record<string, Section>)['invocation_capture']![
+            'admission_retained'
+          ],
+        ).toBe(true);
+        if (release === 'pending')
+          expect(financial).toMatchObject({
+            payment_release_status: 'pending',
+            payment_release_reference: 'release_pending_reference',
+          });
         expect(await f.usage(cap)).toEqual({ invocations: 1, committed: 100n });
         expect(f.rail.counters).toMatchObject({ authorize: 1, release: 1 });
       });

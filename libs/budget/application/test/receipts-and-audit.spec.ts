@@ -12,7 +12,12 @@ describe('receipts, usage and audit (B17, B18)', () => {
     f = await AuthorityFixture.start();
     const cap = await f.issue([{ ...MONETARY, max_invocations: 3 }]);
     f.rail.configureReference('r-declined', { authorize: 'decline' });
-    const decisions = [await f.admit('r-ok', cap), await f.admit('r-declined', cap), await f.admit('r-ok', cap), await f.admit('r-other-tool', cap, { tool_name: 'other' })];
+    const decisions = [
+      await f.admit('r-ok', cap),
+      await f.admit('r-declined', cap),
+      await f.admit('r-ok', cap),
+      await f.admit('r-other-tool', cap, { tool_name: 'other' }),
+    ];
     const settled = await f.settle(decisions[0]!.hold_id!, { kind: 'completed', cost_units: 10n });
     const receipts = await f.authority.receipts(cap.root_id);
     expect(receipts).toHaveLength(5);
@@ -62,25 +67,67 @@ describe('receipts, usage and audit (B17, B18)', () => {
     await f.admit('r2', cap, { server_id: 'srv-a', tool_name: 'read_file' });
     const usage = await f.authority.usage(cap.id);
     expect(usage!.grants).toEqual([
-      { grant_index: 0, invocation_count: 1, exposed_cost_units: 0n, realized_cost_units: 20n, committed_cost_units: 20n, currency: 'USD' },
-      { grant_index: 1, invocation_count: 1, exposed_cost_units: 0n, realized_cost_units: 0n, committed_cost_units: 0n, currency: null },
+      {
+        grant_index: 0,
+        invocation_count: 1,
+        exposed_cost_units: 0n,
+        realized_cost_units: 20n,
+        committed_cost_units: 20n,
+        currency: 'USD',
+      },
+      {
+        grant_index: 1,
+        invocation_count: 1,
+        exposed_cost_units: 0n,
+        realized_cost_units: 0n,
+        committed_cost_units: 0n,
+        currency: null,
+      },
     ]);
     const events = (await f.authority.events(cap.id, { grant_index: 0, limit: 2 }))!;
     expect(events.map((e) => e.kind)).toEqual(['reconcile_spend', 'capture_invocation']);
     expect(events[0]!.commit_index).toBeGreaterThan(events[1]!.commit_index);
-    expect((await f.authority.events(cap.id, { limit: 10 }))!.map((e) => e.kind)).toEqual(['increment_invocation', 'reserve_invocation', 'reconcile_spend', 'capture_invocation', 'authorize_exposure']);
+    expect((await f.authority.events(cap.id, { limit: 10 }))!.map((e) => e.kind)).toEqual([
+      'increment_invocation',
+      'reserve_invocation',
+      'reconcile_spend',
+      'capture_invocation',
+      'authorize_exposure',
+    ]);
   });
 
   it('delegation only narrows, shares fit the parent, child spend counts against the parent, and revocation revokes descendants', async () => {
     f = await AuthorityFixture.start();
     const root = await f.issue([{ ...MONETARY, max_total_cost_units: 300n }]);
-    const wider = await f.authority.issue({ subject_public_key: 'k', ttl_seconds: 60, grants: [{ ...MONETARY, max_total_cost_units: 301n }], parent_id: root.id });
+    const wider = await f.authority.issue({
+      subject_public_key: 'k',
+      ttl_seconds: 60,
+      grants: [{ ...MONETARY, max_total_cost_units: 301n }],
+      parent_id: root.id,
+    });
     expect(wider).toMatchObject({ ok: false, rejection: { code: 'grant_not_narrowing' } });
-    const later = await f.authority.issue({ subject_public_key: 'k', ttl_seconds: 7200, grants: [MONETARY], parent_id: root.id });
+    const later = await f.authority.issue({
+      subject_public_key: 'k',
+      ttl_seconds: 7200,
+      grants: [MONETARY],
+      parent_id: root.id,
+    });
     expect(later).toMatchObject({ ok: false, rejection: { code: 'expiry_beyond_parent' } });
-    const child = await f.issue([{ ...MONETARY, max_total_cost_units: 200n }], { parent_id: root.id, budget_share_units: 200n });
-    const grandchild = await f.issue([{ ...MONETARY, max_total_cost_units: 100n }], { parent_id: child.id, budget_share_units: 100n });
-    const tooMuch = await f.authority.issue({ subject_public_key: 'k', ttl_seconds: 60, grants: [{ ...MONETARY, max_total_cost_units: 100n }], parent_id: root.id, budget_share_units: 101n });
+    const child = await f.issue([{ ...MONETARY, max_total_cost_units: 200n }], {
+      parent_id: root.id,
+      budget_share_units: 200n,
+    });
+    const grandchild = await f.issue([{ ...MONETARY, max_total_cost_units: 100n }], {
+      parent_id: child.id,
+      budget_share_units: 100n,
+    });
+    const tooMuch = await f.authority.issue({
+      subject_public_key: 'k',
+      ttl_seconds: 60,
+      grants: [{ ...MONETARY, max_total_cost_units: 100n }],
+      parent_id: root.id,
+      budget_share_units: 101n,
+    });
     expect(tooMuch).toMatchObject({ ok: false, rejection: { code: 'budget_share_exceeds_parent' } });
     expect((await f.admit('g1', grandchild)).verdict).toBe('allow');
     expect(await f.usage(root)).toEqual({ invocations: 1, committed: 100n });
@@ -97,7 +144,14 @@ describe('receipts, usage and audit (B17, B18)', () => {
     const decision = await f.admit('r-proof', cap);
     const proof = decision.admission_proof!;
     expect(f.authority.verifyAdmissionProof(proof)).toBe(true);
-    expect(f.authority.verifyAdmissionProof({ ...proof, claims: { ...proof.claims, request_id: 'r-other' } })).toBe(false);
-    expect(f.authority.verifyAdmissionProof({ ...proof, signature: proof.signature.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')) })).toBe(false);
+    expect(f.authority.verifyAdmissionProof({ ...proof, claims: { ...proof.claims, request_id: 'r-other' } })).toBe(
+      false,
+    );
+    expect(
+      f.authority.verifyAdmissionProof({
+        ...proof,
+        signature: proof.signature.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')),
+      }),
+    ).toBe(false);
   });
 });

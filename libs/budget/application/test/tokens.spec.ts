@@ -12,7 +12,10 @@ function counting(signer: Ed25519Signer): Signer & { verifications: number } {
     verifications: 0,
     keyId: signer.keyId,
     sign: (value: unknown) => signer.sign(value),
-    verify: (value: unknown, signature: string, keyId: string) => (counted.verifications++, signer.verify(value, signature, keyId)),
+    verify: (value: unknown, signature: string, keyId: string) => (
+      counted.verifications++,
+      signer.verify(value, signature, keyId)
+    ),
     publicKeys: () => signer.publicKeys(),
   };
   return counted;
@@ -45,7 +48,9 @@ describe('capability tokens', () => {
 
   it('the remembered tokens are bounded: past the bound the oldest is verified again', () => {
     const signer = counting(Ed25519Signer.generate());
-    const tokens = Array.from({ length: VERIFIED_TOKENS_MAX + 1 }, (_, i) => sealToken(signer, 'c1', { id: `cap-${i}`, key_id: signer.keyId }));
+    const tokens = Array.from({ length: VERIFIED_TOKENS_MAX + 1 }, (_, i) =>
+      sealToken(signer, 'c1', { id: `cap-${i}`, key_id: signer.keyId }),
+    );
     for (const token of tokens) openToken(signer, 'c1', token, true);
     expect(signer.verifications).toBe(tokens.length);
     openToken(signer, 'c1', tokens[tokens.length - 1]!, true);

@@ -130,7 +130,8 @@ export interface ExpireHolds {
 
 export interface RecordAmbiguity {
   readonly type: 'RecordAmbiguity';
-  readonly kind: 'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
+  readonly kind:
+    'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
   readonly hold_id: string;
   readonly event_id?: string;
   readonly event_in_stream?: boolean;

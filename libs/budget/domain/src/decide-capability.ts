@@ -8,18 +8,24 @@ import type { Capability, Grant, StoredGrant } from './model.js';
 import { descendants, type TreeState } from './state.js';
 
 export function decideIssue(command: IssueCapability, state: TreeState): Decision {
-  if (state.capabilities.has(command.capability_id)) return reject('capability_exists', `capability ${command.capability_id} already exists`);
+  if (state.capabilities.has(command.capability_id))
+    return reject('capability_exists', `capability ${command.capability_id} already exists`);
   const invalid = invalidGrants(command.grants, command.grants_max);
   if (invalid) return reject('grants_invalid', invalid);
   if (command.expires_at_ms <= command.now_ms) return reject('grants_invalid', 'expiry must be in the future');
   if (command.parent_id === undefined) return issueRoot(command, state);
   const parent = state.capabilities.get(command.parent_id);
   if (!parent) return reject('parent_unknown', `parent capability ${command.parent_id} is unknown`);
-  if (parent.root_id !== command.root_id) return reject('wrong_tree', `parent ${parent.id} belongs to tree ${parent.root_id}`);
-  if (parent.revoked_at_ms !== undefined) return reject('capability_revoked', `parent capability ${parent.id} is revoked`);
-  if (parent.expires_at_ms <= command.now_ms) return reject('capability_expired', `parent capability ${parent.id} has expired`);
-  if (parent.depth + 1 > command.delegation_depth_max) return reject('delegation_too_deep', `delegation deeper than ${command.delegation_depth_max}`);
-  if (command.expires_at_ms > parent.expires_at_ms) return reject('expiry_beyond_parent', 'a delegated capability cannot outlive its parent');
+  if (parent.root_id !== command.root_id)
+    return reject('wrong_tree', `parent ${parent.id} belongs to tree ${parent.root_id}`);
+  if (parent.revoked_at_ms !== undefined)
+    return reject('capability_revoked', `parent capability ${parent.id} is revoked`);
+  if (parent.expires_at_ms <= command.now_ms)
+    return reject('capability_expired', `parent capability ${parent.id} has expired`);
+  if (parent.depth + 1 > command.delegation_depth_max)
+    return reject('delegation_too_deep', `delegation deeper than ${command.delegation_depth_max}`);
+  if (command.expires_at_ms > parent.expires_at_ms)
+    return reject('expiry_beyond_parent', 'a delegated capability cannot outlive its parent');
   const narrowed = narrowGrants(parent, command.grants);
   if (typeof narrowed === 'string') return reject('grant_not_narrowing', narrowed);
   const share = checkShare(state, parent, command.budget_units);
@@ -42,7 +48,8 @@ export function decideIssue(command: IssueCapability, state: TreeState): Decisio
 }
 
 function issueRoot(command: IssueCapability, state: TreeState): Decision {
-  if (command.root_id !== command.capability_id || state.root_id !== undefined) return reject('wrong_tree', 'a root capability starts its own tree');
+  if (command.root_id !== command.capability_id || state.root_id !== undefined)
+    return reject('wrong_tree', 'a root capability starts its own tree');
   return accept({
     type: 'CapabilityIssued',
     event_id: EventIds.capabilityIssued(command.capability_id),
@@ -62,8 +69,13 @@ function issueRoot(command: IssueCapability, state: TreeState): Decision {
 function invalidGrants(grants: readonly Grant[], grantsMax: number): string | undefined {
   if (grants.length === 0 || grants.length > grantsMax) return `a capability needs 1 to ${grantsMax} grants`;
   for (const [index, grant] of grants.entries()) {
-    if (grant.max_invocations !== undefined && !(Number.isSafeInteger(grant.max_invocations) && grant.max_invocations >= 0)) return `grants[${index}].max_invocations must be a non-negative integer`;
-    if ((grant.max_cost_per_invocation ?? 0n) < 0n || (grant.max_total_cost_units ?? 0n) < 0n) return `grants[${index}] cost limits must not be negative`;
+    if (
+      grant.max_invocations !== undefined &&
+      !(Number.isSafeInteger(grant.max_invocations) && grant.max_invocations >= 0)
+    )
+      return `grants[${index}].max_invocations must be a non-negative integer`;
+    if ((grant.max_cost_per_invocation ?? 0n) < 0n || (grant.max_total_cost_units ?? 0n) < 0n)
+      return `grants[${index}] cost limits must not be negative`;
   }
   return undefined;
 }
@@ -73,7 +85,8 @@ function narrowGrants(parent: Capability, grants: readonly Grant[]): StoredGrant
   const out: StoredGrant[] = [];
   for (const [index, grant] of grants.entries()) {
     const parentIndex = parent.grants.findIndex((candidate) => covers(candidate, grant));
-    if (parentIndex < 0) return `grants[${index}] (${grant.server_id}/${grant.tool_name}) is not a subset of any parent grant`;
+    if (parentIndex < 0)
+      return `grants[${index}] (${grant.server_id}/${grant.tool_name}) is not a subset of any parent grant`;
     out.push({ ...grant, parent_grant_index: parentIndex });
   }
   return out;
@@ -102,7 +115,8 @@ function checkShare(state: TreeState, parent: Capability, share: bigint | undefi
   if (capacity === undefined) return undefined;
   let taken = 0n;
   for (const child of parent.children) taken += state.capabilities.get(child)?.budget_units ?? 0n;
-  if (taken + share > capacity) return `siblings already hold ${taken} of the parent's ${capacity}; ${share} does not fit`;
+  if (taken + share > capacity)
+    return `siblings already hold ${taken} of the parent's ${capacity}; ${share} does not fit`;
   return undefined;
 }
 
@@ -110,7 +124,9 @@ export function decideRevoke(command: RevokeCapability, state: TreeState): Decis
   const capability = state.capabilities.get(command.capability_id);
   if (!capability) return reject('capability_unknown', `capability ${command.capability_id} is unknown`);
   if (capability.revoked_at_ms !== undefined) return accept();
-  const revoked = descendants(state, capability.id).filter((id) => state.capabilities.get(id)?.revoked_at_ms === undefined);
+  const revoked = descendants(state, capability.id).filter(
+    (id) => state.capabilities.get(id)?.revoked_at_ms === undefined,
+  );
   return accept({
     type: 'CapabilityRevoked',
     event_id: EventIds.capabilityRevoked(capability.id),

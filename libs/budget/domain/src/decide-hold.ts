@@ -7,13 +7,20 @@ import { EventIds, holdId, preflightHoldId } from './ids.js';
 import { committedOf, type Capability, type Grant, type GrantRef, type Hold } from './model.js';
 import { ancestry, grantChain, spendOf, usageOf, type TreeState } from './state.js';
 
-export function verifyCapability(state: TreeState, capabilityId: string, subject: string | undefined, nowMs: number): Capability | Rejection {
+export function verifyCapability(
+  state: TreeState,
+  capabilityId: string,
+  subject: string | undefined,
+  nowMs: number,
+): Capability | Rejection {
   const chain = ancestry(state, capabilityId);
   const capability = chain[0];
   if (!capability) return { code: 'capability_unknown', message: `capability ${capabilityId} is unknown` };
-  if (chain.some((c) => c.revoked_at_ms !== undefined)) return { code: 'capability_revoked', message: 'capability revoked' };
+  if (chain.some((c) => c.revoked_at_ms !== undefined))
+    return { code: 'capability_revoked', message: 'capability revoked' };
   if (chain.some((c) => c.expires_at_ms <= nowMs)) return { code: 'capability_expired', message: 'capability expired' };
-  if (subject !== undefined && subject !== capability.subject_public_key) return { code: 'subject_mismatch', message: 'capability subject mismatch' };
+  if (subject !== undefined && subject !== capability.subject_public_key)
+    return { code: 'subject_mismatch', message: 'capability subject mismatch' };
   return capability;
 }
 
@@ -24,8 +31,11 @@ export function decideAuthorize(command: AuthorizeHold, state: TreeState): Decis
   if (isRejection(capability)) return { ok: false, rejection: capability };
   const replay = checkReplay(command, state);
   if (replay) return replay;
-  const candidates = capability.grants.map((grant, index) => ({ grant, index })).filter(({ grant }) => matches(grant, command.server_id, command.tool_name));
-  if (candidates.length === 0) return reject('no_matching_grant', `no grant covers ${command.server_id}/${command.tool_name}`);
+  const candidates = capability.grants
+    .map((grant, index) => ({ grant, index }))
+    .filter(({ grant }) => matches(grant, command.server_id, command.tool_name));
+  if (candidates.length === 0)
+    return reject('no_matching_grant', `no grant covers ${command.server_id}/${command.tool_name}`);
   let first: Rejection | undefined;
   for (const { grant, index } of candidates) {
     const exposure = exposureFor(grant, command.requested_cost);
@@ -48,14 +58,18 @@ export function decideAuthorize(command: AuthorizeHold, state: TreeState): Decis
 function checkReplay(command: AuthorizeHold, state: TreeState): Decision | undefined {
   const existingId = state.requests.get(command.request_id);
   if (command.preflight) {
-    if (state.preflights.has(command.request_id) || existingId !== undefined) return reject('preflight_replayed', 'execution nonce preflight was already performed for this request');
+    if (state.preflights.has(command.request_id) || existingId !== undefined)
+      return reject('preflight_replayed', 'execution nonce preflight was already performed for this request');
     return undefined;
   }
   if (existingId === undefined) return undefined;
   const existing = state.holds.get(existingId)!;
   if (existing.status === 'authorized') return accept();
   if (existing.status === 'reversed') return reject('request_replayed', 'request id was already used');
-  return reject('already_dispatched', existing.monetary ? 'monetary invocation was already dispatched' : 'invocation was already dispatched');
+  return reject(
+    'already_dispatched',
+    existing.monetary ? 'monetary invocation was already dispatched' : 'invocation was already dispatched',
+  );
 }
 
 export function matches(grant: Grant, serverId: string, toolName: string): boolean {
@@ -72,7 +86,10 @@ export function exposureFor(grant: Grant, requested: bigint | undefined): bigint
   if (requested !== undefined) {
     if (requested < 0n) return { code: 'cost_required', message: 'requested cost must not be negative' };
     if (grant.max_cost_per_invocation !== undefined && requested > grant.max_cost_per_invocation) {
-      return { code: 'requested_cost_exceeds_max_per_invocation', message: 'requested cost exceeds max_cost_per_invocation' };
+      return {
+        code: 'requested_cost_exceeds_max_per_invocation',
+        message: 'requested cost exceeds max_cost_per_invocation',
+      };
     }
     return requested;
   }
@@ -86,19 +103,36 @@ export function checkLimits(state: TreeState, chain: readonly GrantRef[], exposu
     const capability = state.capabilities.get(ref.capability_id)!;
     const grant = capability.grants[ref.grant_index]!;
     const usage = usageOf(state, ref);
-    if (grant.max_invocations !== undefined && usage.invocation_count + 1 > grant.max_invocations) return { code: 'max_invocations_reached', message: 'max invocations reached' };
-    if (grant.max_cost_per_invocation !== undefined && exposure > grant.max_cost_per_invocation) return { code: 'requested_cost_exceeds_max_per_invocation', message: 'requested cost exceeds max_cost_per_invocation' };
-    if (grant.max_total_cost_units !== undefined && committedOf(usage) + exposure > grant.max_total_cost_units) return { code: 'total_cost_limit_reached', message: 'budget exhausted' };
-    if (capability.budget_units !== undefined && spendOf(state, capability.id).committed_units + exposure > capability.budget_units) {
+    if (grant.max_invocations !== undefined && usage.invocation_count + 1 > grant.max_invocations)
+      return { code: 'max_invocations_reached', message: 'max invocations reached' };
+    if (grant.max_cost_per_invocation !== undefined && exposure > grant.max_cost_per_invocation)
+      return {
+        code: 'requested_cost_exceeds_max_per_invocation',
+        message: 'requested cost exceeds max_cost_per_invocation',
+      };
+    if (grant.max_total_cost_units !== undefined && committedOf(usage) + exposure > grant.max_total_cost_units)
+      return { code: 'total_cost_limit_reached', message: 'budget exhausted' };
+    if (
+      capability.budget_units !== undefined &&
+      spendOf(state, capability.id).committed_units + exposure > capability.budget_units
+    ) {
       return { code: 'capability_budget_exhausted', message: 'delegated budget exhausted' };
     }
   }
   return undefined;
 }
 
-function holdAuthorized(command: AuthorizeHold, grant: Grant, index: number, chain: readonly GrantRef[], exposure: bigint): BudgetEvent {
+function holdAuthorized(
+  command: AuthorizeHold,
+  grant: Grant,
+  index: number,
+  chain: readonly GrantRef[],
+  exposure: bigint,
+): BudgetEvent {
   const monetary = isMonetary(grant);
-  const id = command.preflight ? preflightHoldId(command.request_id, command.capability_id, index) : holdId(command.request_id, command.capability_id, index);
+  const id = command.preflight
+    ? preflightHoldId(command.request_id, command.capability_id, index)
+    : holdId(command.request_id, command.capability_id, index);
   return {
     type: 'HoldAuthorized',
     event_id: EventIds.authorize(id),
@@ -113,7 +147,12 @@ function holdAuthorized(command: AuthorizeHold, grant: Grant, index: number, cha
       ...(grant.currency === undefined ? {} : { currency: grant.currency }),
       monetary,
       preflight: command.preflight,
-      binding: { subject: command.subject, server_id: command.server_id, tool_name: command.tool_name, parameters_hash: command.parameters_hash },
+      binding: {
+        subject: command.subject,
+        server_id: command.server_id,
+        tool_name: command.tool_name,
+        parameters_hash: command.parameters_hash,
+      },
       context: command.context,
       expires_at_ms: command.now_ms + command.hold_ttl_ms,
       at_ms: command.now_ms,
@@ -125,8 +164,17 @@ export function decideCapture(command: CaptureInvocation, state: TreeState): Dec
   const hold = state.holds.get(command.hold_id);
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
   if (hold.preflight) return reject('hold_not_authorized', 'a preflight hold is never captured');
-  if (hold.status === 'captured' || hold.status === 'settled' || hold.status === 'retained' || hold.status === 'released' || hold.status === 'cancelled') {
-    return reject('already_dispatched', hold.monetary ? 'monetary invocation was already dispatched' : 'invocation was already dispatched');
+  if (
+    hold.status === 'captured' ||
+    hold.status === 'settled' ||
+    hold.status === 'retained' ||
+    hold.status === 'released' ||
+    hold.status === 'cancelled'
+  ) {
+    return reject(
+      'already_dispatched',
+      hold.monetary ? 'monetary invocation was already dispatched' : 'invocation was already dispatched',
+    );
   }
   if (hold.status !== 'authorized') return reject('hold_not_authorized', 'budget hold is no longer authorized');
   if (hold.expires_at_ms <= command.now_ms) return reject('hold_expired', 'budget hold expired before capture');
@@ -135,17 +183,24 @@ export function decideCapture(command: CaptureInvocation, state: TreeState): Dec
   return accept({
     type: 'InvocationCaptured',
     event_id: EventIds.capture(hold.hold_id, hold.authorize_commit_index),
-    data: { kind: hold.monetary ? 'capture_invocation' : 'increment_invocation', hold_id: hold.hold_id, authorize_commit_index: hold.authorize_commit_index, at_ms: command.now_ms },
+    data: {
+      kind: hold.monetary ? 'capture_invocation' : 'increment_invocation',
+      hold_id: hold.hold_id,
+      authorize_commit_index: hold.authorize_commit_index,
+      at_ms: command.now_ms,
+    },
   });
 }
 
-export const reverseKind = (hold: Hold): 'reverse_exposure' | 'reverse_invocation' => (hold.monetary && !hold.preflight ? 'reverse_exposure' : 'reverse_invocation');
+export const reverseKind = (hold: Hold): 'reverse_exposure' | 'reverse_invocation' =>
+  hold.monetary && !hold.preflight ? 'reverse_exposure' : 'reverse_invocation';
 
 export function decideRollback(command: RollbackHold, state: TreeState): Decision {
   const hold = state.holds.get(command.hold_id);
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
   if (hold.status === 'reversed') return accept();
-  if (hold.status !== 'authorized') return reject('hold_not_authorized', `hold ${hold.hold_id} is ${hold.status}, not authorized`);
+  if (hold.status !== 'authorized')
+    return reject('hold_not_authorized', `hold ${hold.hold_id} is ${hold.status}, not authorized`);
   const kind = reverseKind(hold);
   return accept({
     type: 'HoldReversed',
@@ -158,11 +213,17 @@ export function decideCancel(command: CancelCaptured, state: TreeState): Decisio
   const hold = state.holds.get(command.hold_id);
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
   if (hold.status === 'cancelled') return accept();
-  if (hold.status !== 'captured' || hold.capture_commit_index === undefined) return reject('hold_not_captured', `hold ${hold.hold_id} is ${hold.status}, not captured`);
+  if (hold.status !== 'captured' || hold.capture_commit_index === undefined)
+    return reject('hold_not_captured', `hold ${hold.hold_id} is ${hold.status}, not captured`);
   return accept({
     type: 'CaptureCancelled',
     event_id: EventIds.cancelCaptured(hold.hold_id, hold.capture_commit_index),
-    data: { kind: 'cancel_captured_before_dispatch', hold_id: hold.hold_id, cause: command.cause, at_ms: command.now_ms },
+    data: {
+      kind: 'cancel_captured_before_dispatch',
+      hold_id: hold.hold_id,
+      cause: command.cause,
+      at_ms: command.now_ms,
+    },
   });
 }
 
@@ -173,7 +234,11 @@ export function decideExpire(command: ExpireHolds, state: TreeState): Decision {
     if (events.length >= command.holds_max) break;
     if (hold.status !== 'authorized' || hold.expires_at_ms > command.now_ms) continue;
     const kind = reverseKind(hold);
-    events.push({ type: 'HoldReversed', event_id: EventIds.expire(hold.hold_id, hold.authorize_commit_index), data: { kind, hold_id: hold.hold_id, cause: 'expired', at_ms: command.now_ms } });
+    events.push({
+      type: 'HoldReversed',
+      event_id: EventIds.expire(hold.hold_id, hold.authorize_commit_index),
+      data: { kind, hold_id: hold.hold_id, cause: 'expired', at_ms: command.now_ms },
+    });
   }
   return accept(...events);
 }

@@ -1,7 +1,17 @@
 // Admission, settlement and the records around them: payment steps, leases, nonces,
 // ambiguities and receipts. Each is a fact the application learned from a port.
 import { minBig, maxBig } from './assert.js';
-import type { AdmitInvocation, ConsumeNonce, IssueNonce, RecordAmbiguity, RecordLease, RecordPaymentStep, RecordReceipt, ResolveAmbiguity, SettleHold } from './commands.js';
+import type {
+  AdmitInvocation,
+  ConsumeNonce,
+  IssueNonce,
+  RecordAmbiguity,
+  RecordLease,
+  RecordPaymentStep,
+  RecordReceipt,
+  ResolveAmbiguity,
+  SettleHold,
+} from './commands.js';
 import { accept, reject, type Decision } from './decision.js';
 import { EventIds, ambiguityId } from './ids.js';
 import { committedOf, type Hold } from './model.js';
@@ -13,18 +23,29 @@ export function decideAdmit(command: AdmitInvocation, state: TreeState): Decisio
   const hold = state.holds.get(command.hold_id);
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
   if (hold.admitted) return accept();
-  if (hold.status !== 'captured') return reject('hold_not_captured', `hold ${hold.hold_id} is ${hold.status}, not captured`);
-  return accept({ type: 'InvocationAdmitted', event_id: EventIds.admitted(hold.hold_id), data: { hold_id: hold.hold_id, at_ms: command.now_ms } });
+  if (hold.status !== 'captured')
+    return reject('hold_not_captured', `hold ${hold.hold_id} is ${hold.status}, not captured`);
+  return accept({
+    type: 'InvocationAdmitted',
+    event_id: EventIds.admitted(hold.hold_id),
+    data: { hold_id: hold.hold_id, at_ms: command.now_ms },
+  });
 }
 
 export function decideConsumeNonce(command: ConsumeNonce, state: TreeState): Decision {
   const existing = state.nonces.get(command.nonce.nonce_id);
-  if (existing?.consumed_by !== undefined) return reject('nonce_already_consumed', 'execution nonce was already consumed');
+  if (existing?.consumed_by !== undefined)
+    return reject('nonce_already_consumed', 'execution nonce was already consumed');
   if (command.nonce.expires_at_ms <= command.now_ms) return reject('nonce_expired', 'execution nonce expired');
   return accept({
     type: 'NonceConsumed',
     event_id: EventIds.nonceConsumed(command.nonce.nonce_id),
-    data: { nonce_id: command.nonce.nonce_id, binding: command.nonce.binding, expires_at_ms: command.nonce.expires_at_ms, at_ms: command.now_ms },
+    data: {
+      nonce_id: command.nonce.nonce_id,
+      binding: command.nonce.binding,
+      expires_at_ms: command.nonce.expires_at_ms,
+      at_ms: command.now_ms,
+    },
   });
 }
 
@@ -33,23 +54,43 @@ export function decideIssueNonce(command: IssueNonce, state: TreeState): Decisio
   return accept({
     type: 'NonceIssued',
     event_id: EventIds.nonceIssued(command.nonce.nonce_id),
-    data: { nonce_id: command.nonce.nonce_id, hold_id: command.hold_id, binding: command.nonce.binding, expires_at_ms: command.nonce.expires_at_ms, at_ms: command.now_ms },
+    data: {
+      nonce_id: command.nonce.nonce_id,
+      hold_id: command.hold_id,
+      binding: command.nonce.binding,
+      expires_at_ms: command.nonce.expires_at_ms,
+      at_ms: command.now_ms,
+    },
   });
 }
 
 export function decideSettle(command: SettleHold, state: TreeState): Decision {
   const hold = state.holds.get(command.hold_id);
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
-  if (TERMINAL.has(hold.status)) return reject('hold_already_settled', `hold ${hold.hold_id} is already ${hold.status}`);
-  if (hold.status !== 'captured' || !hold.admitted) return reject('hold_not_admitted', `hold ${hold.hold_id} was never admitted for dispatch`);
+  if (TERMINAL.has(hold.status))
+    return reject('hold_already_settled', `hold ${hold.hold_id} is already ${hold.status}`);
+  if (hold.status !== 'captured' || !hold.admitted)
+    return reject('hold_not_admitted', `hold ${hold.hold_id} was never admitted for dispatch`);
   const outcome = command.outcome;
   if (outcome.kind === 'failed_after_dispatch') {
-    return accept({ type: 'HoldRetained', event_id: EventIds.retain(hold.hold_id), data: { hold_id: hold.hold_id, failure: outcome.failure, at_ms: command.now_ms } });
+    return accept({
+      type: 'HoldRetained',
+      event_id: EventIds.retain(hold.hold_id),
+      data: { hold_id: hold.hold_id, failure: outcome.failure, at_ms: command.now_ms },
+    });
   }
   if (outcome.kind === 'elicitation_required') {
-    return accept({ type: 'ExposureReleased', event_id: EventIds.releaseExposure(hold.hold_id), data: { kind: 'release_exposure', hold_id: hold.hold_id, at_ms: command.now_ms } });
+    return accept({
+      type: 'ExposureReleased',
+      event_id: EventIds.releaseExposure(hold.hold_id),
+      data: { kind: 'release_exposure', hold_id: hold.hold_id, at_ms: command.now_ms },
+    });
   }
-  return accept({ type: 'SpendSettled', event_id: EventIds.settle(hold.hold_id), data: { ...spendFor(state, hold, outcome.cost_units), hold_id: hold.hold_id, at_ms: command.now_ms } });
+  return accept({
+    type: 'SpendSettled',
+    event_id: EventIds.settle(hold.hold_id),
+    data: { ...spendFor(state, hold, outcome.cost_units), hold_id: hold.hold_id, at_ms: command.now_ms },
+  });
 }
 
 /**
@@ -74,8 +115,10 @@ function headroom(state: TreeState, hold: Hold): bigint | undefined {
   for (const ref of hold.chain) {
     const capability = state.capabilities.get(ref.capability_id)!;
     const grant = capability.grants[ref.grant_index]!;
-    if (grant.max_total_cost_units !== undefined) take(grant.max_total_cost_units - committedOf(usageOf(state, ref)) + hold.exposure_units);
-    if (capability.budget_units !== undefined) take(capability.budget_units - spendOf(state, capability.id).committed_units + hold.exposure_units);
+    if (grant.max_total_cost_units !== undefined)
+      take(grant.max_total_cost_units - committedOf(usageOf(state, ref)) + hold.exposure_units);
+    if (capability.budget_units !== undefined)
+      take(capability.budget_units - spendOf(state, capability.id).committed_units + hold.exposure_units);
   }
   return room;
 }
@@ -98,7 +141,11 @@ export function decideLease(command: RecordLease, state: TreeState): Decision {
   if (command.outcome === 'reserved' && hold.lease_id === command.lease_id) return accept();
   if (command.outcome === 'released' && hold.lease_id === command.lease_id && hold.lease_released) return accept();
   if (command.outcome === 'reserved') {
-    return accept({ type: 'LeaseReserved', event_id: EventIds.leaseReserved(command.hold_id, command.lease_id), data: { hold_id: command.hold_id, lease_id: command.lease_id, at_ms: command.now_ms } });
+    return accept({
+      type: 'LeaseReserved',
+      event_id: EventIds.leaseReserved(command.hold_id, command.lease_id),
+      data: { hold_id: command.hold_id, lease_id: command.lease_id, at_ms: command.now_ms },
+    });
   }
   return accept({
     type: 'LeaseReleased',
@@ -112,18 +159,32 @@ export function decideAmbiguity(command: RecordAmbiguity, state: TreeState): Dec
   for (const a of state.ambiguities.values()) if (a.hold_id === command.hold_id && a.kind === command.kind) ordinal++;
   const id = ambiguityId(command.kind, command.hold_id, ordinal);
   const { type: _type, now_ms, ...fields } = command;
-  return accept({ type: 'AmbiguityRecorded', event_id: EventIds.ambiguityRecorded(id), data: { ...fields, ambiguity_id: id, at_ms: now_ms } });
+  return accept({
+    type: 'AmbiguityRecorded',
+    event_id: EventIds.ambiguityRecorded(id),
+    data: { ...fields, ambiguity_id: id, at_ms: now_ms },
+  });
 }
 
 export function decideResolve(command: ResolveAmbiguity, state: TreeState): Decision {
   const ambiguity = state.ambiguities.get(command.ambiguity_id);
-  if (!ambiguity || ambiguity.resolution !== undefined) return reject('ambiguity_unknown', `no open ambiguity ${command.ambiguity_id}`);
+  if (!ambiguity || ambiguity.resolution !== undefined)
+    return reject('ambiguity_unknown', `no open ambiguity ${command.ambiguity_id}`);
   const { type: _type, now_ms, ...fields } = command;
-  return accept({ type: 'AmbiguityResolved', event_id: EventIds.ambiguityResolved(ambiguity.ambiguity_id), data: { ...fields, at_ms: now_ms } });
+  return accept({
+    type: 'AmbiguityResolved',
+    event_id: EventIds.ambiguityResolved(ambiguity.ambiguity_id),
+    data: { ...fields, at_ms: now_ms },
+  });
 }
 
 export function decideReceipt(command: RecordReceipt, state: TreeState): Decision {
-  if (state.command_receipts.has(command.command_id) || state.receipts.has(command.receipt_id)) return reject('command_already_answered', `command ${command.command_id} already has a receipt`);
+  if (state.command_receipts.has(command.command_id) || state.receipts.has(command.receipt_id))
+    return reject('command_already_answered', `command ${command.command_id} already has a receipt`);
   const { type: _type, now_ms, ...fields } = command;
-  return accept({ type: 'ReceiptRecorded', event_id: EventIds.receipt(command.receipt_id), data: { ...fields, at_ms: now_ms } });
+  return accept({
+    type: 'ReceiptRecorded',
+    event_id: EventIds.receipt(command.receipt_id),
+    data: { ...fields, at_ms: now_ms },
+  });
 }

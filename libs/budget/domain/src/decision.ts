@@ -40,7 +40,9 @@ export interface Rejection {
   readonly message: string;
 }
 
-export type Decision = { readonly ok: true; readonly events: readonly BudgetEvent[] } | { readonly ok: false; readonly rejection: Rejection };
+export type Decision =
+  | { readonly ok: true; readonly events: readonly BudgetEvent[] }
+  | { readonly ok: false; readonly rejection: Rejection };
 
 export const accept = (...events: BudgetEvent[]): Decision => ({ ok: true, events });
 

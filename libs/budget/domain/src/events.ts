@@ -1,6 +1,15 @@
 // The facts of the delegation-tree aggregate. Each event id is deterministic (ids.ts),
 // so a retried append dedupes on the stream instead of committing twice.
-import type { AdmitContext, AmbiguityKind, Binding, GrantRef, MutationKind, NonceBinding, PaymentMode, StoredGrant } from './model.js';
+import type {
+  AdmitContext,
+  AmbiguityKind,
+  Binding,
+  GrantRef,
+  MutationKind,
+  NonceBinding,
+  PaymentMode,
+  StoredGrant,
+} from './model.js';
 
 interface Ev<T extends string, D> {
   readonly type: T;

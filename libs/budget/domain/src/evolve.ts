@@ -1,7 +1,12 @@
 // evolve(state, event) -> state: the only place a fact changes the tree. Budget
 // mutations assert the tree's limits before and after they apply (TigerBeetle style).
 import { assert } from './assert.js';
-import type { CapabilityIssuedData, HoldAuthorizedData, PaymentStepRecordedData, RecordedBudgetEvent } from './events.js';
+import type {
+  CapabilityIssuedData,
+  HoldAuthorizedData,
+  PaymentStepRecordedData,
+  RecordedBudgetEvent,
+} from './events.js';
 import { assertChainWithinLimits, assertSiblingShares } from './invariants.js';
 import type { Capability, Hold, HoldPayment, MutationKind, PaymentStatus } from './model.js';
 import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
@@ -9,8 +14,13 @@ import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
 export function evolve(state: TreeState, event: RecordedBudgetEvent): TreeState {
   // The events of one commit share its index and ascend by position; nothing is applied twice or out of order.
   const position = event.commit_position ?? 0;
-  const advances = event.commit_index > state.last_commit_index || (event.commit_index === state.last_commit_index && position > state.last_commit_position);
-  assert(advances, `commit index ${event.commit_index}/${position} does not advance past ${state.last_commit_index}/${state.last_commit_position}`);
+  const advances =
+    event.commit_index > state.last_commit_index ||
+    (event.commit_index === state.last_commit_index && position > state.last_commit_position);
+  assert(
+    advances,
+    `commit index ${event.commit_index}/${position} does not advance past ${state.last_commit_index}/${state.last_commit_position}`,
+  );
   return { ...apply(state, event), last_commit_index: event.commit_index, last_commit_position: position };
 }
 
@@ -25,8 +35,21 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'InvocationCaptured': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'authorized', `capture of ${hold.hold_id} in status ${hold.status}`);
-      const captured: Hold = { ...hold, status: 'captured', capture_event_id: event.event_id, capture_commit_index: event.commit_index };
-      return mutate(state, captured, { kind: event.data.kind, eventId: event.event_id, commitIndex: event.commit_index, atMs: event.data.at_ms, inv: 0, exp: 0n, real: 0n });
+      const captured: Hold = {
+        ...hold,
+        status: 'captured',
+        capture_event_id: event.event_id,
+        capture_commit_index: event.commit_index,
+      };
+      return mutate(state, captured, {
+        kind: event.data.kind,
+        eventId: event.event_id,
+        commitIndex: event.commit_index,
+        atMs: event.data.at_ms,
+        inv: 0,
+        exp: 0n,
+        real: 0n,
+      });
     }
     case 'HoldReversed': {
       const hold = holdOf(state, event.data.hold_id);
@@ -48,7 +71,13 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
       assert(hold.status === 'captured' && hold.admitted, `settlement of ${hold.hold_id} in status ${hold.status}`);
       const settled: Hold = { ...hold, status: 'settled', realized_units: event.data.realized_units };
       const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units };
-      return mutate(state, settled, { kind: event.data.kind, eventId: event.event_id, commitIndex: event.commit_index, atMs: event.data.at_ms, ...delta });
+      return mutate(state, settled, {
+        kind: event.data.kind,
+        eventId: event.event_id,
+        commitIndex: event.commit_index,
+        atMs: event.data.at_ms,
+        ...delta,
+      });
     }
     case 'HoldRetained': {
       const hold = holdOf(state, event.data.hold_id);
@@ -63,18 +92,33 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'LeaseReserved':
       return withHold(state, { ...holdOf(state, event.data.hold_id), lease_id: event.data.lease_id });
     case 'LeaseReleased':
-      return withHold(state, { ...holdOf(state, event.data.hold_id), lease_released: event.data.outcome === 'released' });
+      return withHold(state, {
+        ...holdOf(state, event.data.hold_id),
+        lease_released: event.data.outcome === 'released',
+      });
     case 'PaymentStepRecorded':
       return recordPayment(state, event.data);
     case 'NonceIssued': {
       const nonces = new Map(state.nonces);
-      nonces.set(event.data.nonce_id, { nonce_id: event.data.nonce_id, binding: event.data.binding, expires_at_ms: event.data.expires_at_ms });
+      nonces.set(event.data.nonce_id, {
+        nonce_id: event.data.nonce_id,
+        binding: event.data.binding,
+        expires_at_ms: event.data.expires_at_ms,
+      });
       return { ...state, nonces };
     }
     case 'NonceConsumed': {
-      assert(state.nonces.get(event.data.nonce_id)?.consumed_by === undefined, `nonce ${event.data.nonce_id} consumed twice`);
+      assert(
+        state.nonces.get(event.data.nonce_id)?.consumed_by === undefined,
+        `nonce ${event.data.nonce_id} consumed twice`,
+      );
       const nonces = new Map(state.nonces);
-      nonces.set(event.data.nonce_id, { nonce_id: event.data.nonce_id, binding: event.data.binding, expires_at_ms: event.data.expires_at_ms, consumed_by: event.data.binding.request_id });
+      nonces.set(event.data.nonce_id, {
+        nonce_id: event.data.nonce_id,
+        binding: event.data.binding,
+        expires_at_ms: event.data.expires_at_ms,
+        consumed_by: event.data.binding.request_id,
+      });
       return { ...state, nonces };
     }
     case 'AmbiguityRecorded': {
@@ -83,8 +127,17 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     }
     case 'AmbiguityResolved': {
       const existing = state.ambiguities.get(event.data.ambiguity_id);
-      assert(existing !== undefined && existing.resolution === undefined, `resolution of unknown or resolved ambiguity ${event.data.ambiguity_id}`);
-      return { ...state, ambiguities: new Map(state.ambiguities).set(existing.ambiguity_id, { ...existing, resolution: event.data.resolution }) };
+      assert(
+        existing !== undefined && existing.resolution === undefined,
+        `resolution of unknown or resolved ambiguity ${event.data.ambiguity_id}`,
+      );
+      return {
+        ...state,
+        ambiguities: new Map(state.ambiguities).set(existing.ambiguity_id, {
+          ...existing,
+          resolution: event.data.resolution,
+        }),
+      };
     }
     case 'ReceiptRecorded': {
       const { at_ms: _at, receipt, ...rest } = event.data;
@@ -132,12 +185,33 @@ function authorizeHold(state: TreeState, data: HoldAuthorizedData, eventId: stri
   const indexed = data.preflight
     ? { ...state, preflights: state.preflights.with(data.request_id, data.hold_id) }
     : { ...state, requests: state.requests.with(data.request_id, data.hold_id) };
-  const mutation = { kind: data.kind, eventId, commitIndex, atMs: data.at_ms, inv: 1, exp: data.exposure_units, real: 0n };
+  const mutation = {
+    kind: data.kind,
+    eventId,
+    commitIndex,
+    atMs: data.at_ms,
+    inv: 1,
+    exp: data.exposure_units,
+    real: 0n,
+  };
   return mutate(indexed, hold, mutation);
 }
 
-function undoHold(state: TreeState, hold: Hold, kind: MutationKind, event: RecordedBudgetEvent & { data: { at_ms: number } }): TreeState {
-  const mutation = { kind, eventId: event.event_id, commitIndex: event.commit_index, atMs: event.data.at_ms, inv: -1, exp: -hold.exposure_units, real: 0n };
+function undoHold(
+  state: TreeState,
+  hold: Hold,
+  kind: MutationKind,
+  event: RecordedBudgetEvent & { data: { at_ms: number } },
+): TreeState {
+  const mutation = {
+    kind,
+    eventId: event.event_id,
+    commitIndex: event.commit_index,
+    atMs: event.data.at_ms,
+    inv: -1,
+    exp: -hold.exposure_units,
+    real: 0n,
+  };
   return mutate(state, hold, mutation);
 }
 
@@ -166,7 +240,10 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
   const spend = new Map(state.spend);
   for (const capabilityId of new Set(hold.chain.map((ref) => ref.capability_id))) {
     const before = spendOf(state, capabilityId);
-    spend.set(capabilityId, { invocation_count: before.invocation_count + m.inv, committed_units: before.committed_units + m.exp + m.real });
+    spend.set(capabilityId, {
+      invocation_count: before.invocation_count + m.inv,
+      committed_units: before.committed_units + m.exp + m.real,
+    });
   }
   const own = hold.chain[0]!;
   const record = {
@@ -182,7 +259,10 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
     exposed_delta_units: m.exp,
     realized_delta_units: m.real,
   };
-  const mutations = new Map(state.mutations).set(usageKey(own), [...(state.mutations.get(usageKey(own)) ?? []), record]);
+  const mutations = new Map(state.mutations).set(usageKey(own), [
+    ...(state.mutations.get(usageKey(own)) ?? []),
+    record,
+  ]);
   const next = { ...withHold(state, hold), usage, spend, mutations };
   assertChainWithinLimits(next, hold.chain);
   return next;

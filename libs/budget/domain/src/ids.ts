@@ -15,9 +15,11 @@ export const EventIds = {
   authorize: (hold: string) => `${hold}:authorize`,
   capture: (hold: string, authorizeCommitIndex: number) => `${hold}:capture-invocation:${authorizeCommitIndex}`,
   /** A rollback of an uncaptured hold: begins `{hold}:authorize:` and contains `:rollback:` (B13). */
-  rollback: (hold: string, authorizeCommitIndex: number, kind: string) => `${hold}:authorize:${authorizeCommitIndex}:rollback:${kind}`,
+  rollback: (hold: string, authorizeCommitIndex: number, kind: string) =>
+    `${hold}:authorize:${authorizeCommitIndex}:rollback:${kind}`,
   expire: (hold: string, authorizeCommitIndex: number) => `${hold}:authorize:${authorizeCommitIndex}:expire`,
-  cancelCaptured: (hold: string, captureCommitIndex: number) => `${hold}:cancel-captured-before-dispatch:${captureCommitIndex}`,
+  cancelCaptured: (hold: string, captureCommitIndex: number) =>
+    `${hold}:cancel-captured-before-dispatch:${captureCommitIndex}`,
   releaseExposure: (hold: string) => `${hold}:release-exposure`,
   settle: (hold: string) => `${hold}:settle`,
   retain: (hold: string) => `${hold}:retain`,
@@ -33,7 +35,8 @@ export const EventIds = {
   receipt: (receiptId: string) => `${receiptId}:recorded`,
 } as const;
 
-export const ambiguityId = (kind: string, holdIdValue: string, ordinal: number): string => `ambiguity:${kind}:${holdIdValue}:${ordinal}`;
+export const ambiguityId = (kind: string, holdIdValue: string, ordinal: number): string =>
+  `ambiguity:${kind}:${holdIdValue}:${ordinal}`;
 
 export const nonceId = (requestId: string, capabilityId: string, grantIndex: number): string =>
   `execution-nonce:${requestId}:${capabilityId}:${grantIndex}`;

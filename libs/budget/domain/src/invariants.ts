@@ -23,12 +23,21 @@ export function assertChainWithinLimits(state: TreeState, chain: readonly GrantR
     const grant = capability.grants[ref.grant_index];
     assert(grant !== undefined, `usage for unknown grant ${ref.capability_id}#${ref.grant_index}`);
     const usage = usageOf(state, ref);
-    assert(usage.invocation_count >= 0 && usage.exposed_cost_units >= 0n && usage.realized_cost_units >= 0n, `negative usage on ${ref.capability_id}#${ref.grant_index}`);
+    assert(
+      usage.invocation_count >= 0 && usage.exposed_cost_units >= 0n && usage.realized_cost_units >= 0n,
+      `negative usage on ${ref.capability_id}#${ref.grant_index}`,
+    );
     if (grant.max_invocations !== undefined) {
-      assert(usage.invocation_count <= grant.max_invocations, `invocations ${usage.invocation_count} exceed max ${grant.max_invocations} on ${ref.capability_id}#${ref.grant_index}`);
+      assert(
+        usage.invocation_count <= grant.max_invocations,
+        `invocations ${usage.invocation_count} exceed max ${grant.max_invocations} on ${ref.capability_id}#${ref.grant_index}`,
+      );
     }
     if (grant.max_total_cost_units !== undefined) {
-      assert(committedOf(usage) <= grant.max_total_cost_units, `committed ${committedOf(usage)} exceeds limit ${grant.max_total_cost_units} on ${ref.capability_id}#${ref.grant_index}`);
+      assert(
+        committedOf(usage) <= grant.max_total_cost_units,
+        `committed ${committedOf(usage)} exceeds limit ${grant.max_total_cost_units} on ${ref.capability_id}#${ref.grant_index}`,
+      );
     }
     assertCapabilityWithinBudget(state, capability);
   }
@@ -38,11 +47,17 @@ export function assertCapabilityWithinBudget(state: TreeState, capability: Capab
   const spend = spendOf(state, capability.id);
   assert(spend.committed_units >= 0n && spend.invocation_count >= 0, `negative spend on ${capability.id}`);
   if (capability.budget_units !== undefined) {
-    assert(spend.committed_units <= capability.budget_units, `capability ${capability.id} committed ${spend.committed_units} beyond its budget ${capability.budget_units}`);
+    assert(
+      spend.committed_units <= capability.budget_units,
+      `capability ${capability.id} committed ${spend.committed_units} beyond its budget ${capability.budget_units}`,
+    );
   }
   let childrenCommitted = 0n;
   for (const child of capability.children) childrenCommitted += spendOf(state, child).committed_units;
-  assert(childrenCommitted <= spend.committed_units, `children of ${capability.id} committed ${childrenCommitted}, more than the parent's ${spend.committed_units}`);
+  assert(
+    childrenCommitted <= spend.committed_units,
+    `children of ${capability.id} committed ${childrenCommitted}, more than the parent's ${spend.committed_units}`,
+  );
 }
 
 /** Siblings' shares never add up to more than the parent's capacity. */
@@ -59,7 +74,8 @@ export function assertSiblingShares(state: TreeState, parentId: string): void {
 /** Every invariant of the whole tree: used by property tests and after a full replay. */
 export function assertTreeInvariants(state: TreeState): void {
   for (const capability of state.capabilities.values()) {
-    for (let index = 0; index < capability.grants.length; index++) assertChainWithinLimits(state, [{ capability_id: capability.id, grant_index: index }]);
+    for (let index = 0; index < capability.grants.length; index++)
+      assertChainWithinLimits(state, [{ capability_id: capability.id, grant_index: index }]);
     assertSiblingShares(state, capability.id);
   }
 }

@@ -128,7 +128,8 @@ export interface Nonce {
   readonly consumed_by?: string;
 }
 
-export type AmbiguityKind = 'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
+export type AmbiguityKind =
+  'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
 
 export interface Ambiguity {
   readonly ambiguity_id: string;

@@ -1,7 +1,19 @@
 // The state of one delegation tree, folded from its events. Collections are read-only
 // maps; evolve replaces only the maps an event touches (copy on write).
 import { PersistentMap } from './persistent-map.js';
-import { ZERO_USAGE, committedOf, type Ambiguity, type Capability, type GrantRef, type Hold, type StoredGrant, type MutationRecord, type Nonce, type ReceiptRecord, type Usage } from './model.js';
+import {
+  ZERO_USAGE,
+  committedOf,
+  type Ambiguity,
+  type Capability,
+  type GrantRef,
+  type Hold,
+  type StoredGrant,
+  type MutationRecord,
+  type Nonce,
+  type ReceiptRecord,
+  type Usage,
+} from './model.js';
 
 export interface CapabilitySpend {
   readonly invocation_count: number;
@@ -73,7 +85,10 @@ export function grantChain(state: TreeState, start: GrantRef): GrantRef[] {
     chain.push(ref);
     const capability: Capability | undefined = state.capabilities.get(ref.capability_id);
     const grant: StoredGrant | undefined = capability?.grants[ref.grant_index];
-    ref = capability?.parent_id !== undefined && grant?.parent_grant_index !== undefined ? { capability_id: capability.parent_id, grant_index: grant.parent_grant_index } : undefined;
+    ref =
+      capability?.parent_id !== undefined && grant?.parent_grant_index !== undefined
+        ? { capability_id: capability.parent_id, grant_index: grant.parent_grant_index }
+        : undefined;
   }
   return chain;
 }

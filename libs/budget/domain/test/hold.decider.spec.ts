@@ -1,7 +1,19 @@
 // Proves the hold lifecycle of the delegation-tree decider, as given events / when command / then events.
 import { describe, expect, it } from '@jest/globals';
 import { AssertionError, evolve, listMutations, usageOf, type BudgetCommand } from '../src/index.js';
-import { HOUR, MONETARY, NOW, UNLIMITED, authorize, given, issue, run, standardTree, types, when } from './tree.fixture.js';
+import {
+  HOUR,
+  MONETARY,
+  NOW,
+  UNLIMITED,
+  authorize,
+  given,
+  issue,
+  run,
+  standardTree,
+  types,
+  when,
+} from './tree.fixture.js';
 
 const hold = (req: string, cap = 'root', grant = 0) => `budget-hold:${req}:${cap}:${grant}`;
 const capture = (holdId: string): BudgetCommand => ({ type: 'CaptureInvocation', hold_id: holdId, now_ms: NOW });
@@ -10,9 +22,17 @@ const root = () => run(given([]), issue('root', [MONETARY, UNLIMITED]));
 describe('hold decider', () => {
   it('B1 authorize appends {hold_id}:authorize and reserves one invocation and max_cost_per_invocation when no cost is requested', () => {
     const decision = when(root(), authorize('r1', 'root'));
-    expect(decision.ok && decision.events[0]).toMatchObject({ type: 'HoldAuthorized', event_id: `${hold('r1')}:authorize`, data: { kind: 'authorize_exposure', exposure_units: 100n } });
+    expect(decision.ok && decision.events[0]).toMatchObject({
+      type: 'HoldAuthorized',
+      event_id: `${hold('r1')}:authorize`,
+      data: { kind: 'authorize_exposure', exposure_units: 100n },
+    });
     const g = run(root(), authorize('r1', 'root'));
-    expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({ invocation_count: 1, exposed_cost_units: 100n, realized_cost_units: 0n });
+    expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({
+      invocation_count: 1,
+      exposed_cost_units: 100n,
+      realized_cost_units: 0n,
+    });
     expect(g.state.holds.get(hold('r1'))?.authorize_commit_index).toBe(2);
   });
 
@@ -27,9 +47,15 @@ describe('hold decider', () => {
   it('B1 authorize stays within max_invocations and max_total_cost_units', () => {
     let g = run(given([]), issue('root', [{ ...MONETARY, max_invocations: 2, max_total_cost_units: 150n }]));
     g = run(g, authorize('r1', 'root', { requested_cost: 100n }));
-    expect(when(g, authorize('r2', 'root', { requested_cost: 60n }))).toMatchObject({ ok: false, rejection: { code: 'total_cost_limit_reached' } });
+    expect(when(g, authorize('r2', 'root', { requested_cost: 60n }))).toMatchObject({
+      ok: false,
+      rejection: { code: 'total_cost_limit_reached' },
+    });
     g = run(g, authorize('r2', 'root', { requested_cost: 50n }));
-    expect(when(g, authorize('r3', 'root', { requested_cost: 0n }))).toMatchObject({ ok: false, rejection: { code: 'max_invocations_reached' } });
+    expect(when(g, authorize('r3', 'root', { requested_cost: 0n }))).toMatchObject({
+      ok: false,
+      rejection: { code: 'max_invocations_reached' },
+    });
   });
 
   it('B2 capture is {hold}:capture-invocation:{authorize_commit_index} and happens at most once per hold', () => {
@@ -37,7 +63,10 @@ describe('hold decider', () => {
     const decision = when(g, capture(hold('r1')));
     expect(decision.ok && decision.events[0]?.event_id).toBe(`${hold('r1')}:capture-invocation:2`);
     const captured = run(g, capture(hold('r1')));
-    expect(when(captured, capture(hold('r1')))).toMatchObject({ ok: false, rejection: { code: 'already_dispatched', message: 'monetary invocation was already dispatched' } });
+    expect(when(captured, capture(hold('r1')))).toMatchObject({
+      ok: false,
+      rejection: { code: 'already_dispatched', message: 'monetary invocation was already dispatched' },
+    });
   });
 
   it('B7 an exact replay of a captured request is denied and never falls through to the unlimited grant', () => {
@@ -51,58 +80,139 @@ describe('hold decider', () => {
   });
 
   it('B3 a cancellation before dispatch returns usage to 0/0 with kind cancel_captured_before_dispatch', () => {
-    const g = run(root(), authorize('r1', 'root'), capture(hold('r1')), { type: 'CancelCaptured', hold_id: hold('r1'), cause: 'payment_declined', now_ms: NOW });
-    expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({ invocation_count: 0, exposed_cost_units: 0n, realized_cost_units: 0n });
-    expect(listMutations(g.state, { capability_id: 'root', grant_index: 0 }, 10).map((m) => m.kind)).toEqual(['cancel_captured_before_dispatch', 'capture_invocation', 'authorize_exposure']);
+    const g = run(root(), authorize('r1', 'root'), capture(hold('r1')), {
+      type: 'CancelCaptured',
+      hold_id: hold('r1'),
+      cause: 'payment_declined',
+      now_ms: NOW,
+    });
+    expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({
+      invocation_count: 0,
+      exposed_cost_units: 0n,
+      realized_cost_units: 0n,
+    });
+    expect(listMutations(g.state, { capability_id: 'root', grant_index: 0 }, 10).map((m) => m.kind)).toEqual([
+      'cancel_captured_before_dispatch',
+      'capture_invocation',
+      'authorize_exposure',
+    ]);
     expect(g.recorded.at(-1)?.event_id).toBe(`${hold('r1')}:cancel-captured-before-dispatch:3`);
   });
 
   it('B13 a preflight reserves then reverses with a rollback event id and never increments', () => {
     const pre = `nonce-preflight-budget-hold:r1:root:0`;
-    const g = run(root(), authorize('r1', 'root', { preflight: true }), { type: 'RollbackHold', hold_id: pre, cause: 'nonce_preflight', now_ms: NOW });
+    const g = run(root(), authorize('r1', 'root', { preflight: true }), {
+      type: 'RollbackHold',
+      hold_id: pre,
+      cause: 'nonce_preflight',
+      now_ms: NOW,
+    });
     const kinds = listMutations(g.state, { capability_id: 'root', grant_index: 0 }, 10).map((m) => m.kind);
     expect(kinds).toEqual(['reverse_invocation', 'reserve_invocation']);
     const rollbackId = g.recorded.at(-1)!.event_id;
     expect(rollbackId.startsWith(`${pre}:authorize:`) && rollbackId.includes(':rollback:')).toBe(true);
-    expect(when(g, authorize('r1', 'root', { preflight: true }))).toMatchObject({ ok: false, rejection: { code: 'preflight_replayed' } });
+    expect(when(g, authorize('r1', 'root', { preflight: true }))).toMatchObject({
+      ok: false,
+      rejection: { code: 'preflight_replayed' },
+    });
     expect(when(g, authorize('r1', 'root')).ok).toBe(true);
   });
 
   it('B20 an uncaptured hold past its TTL is reversed; a captured one never expires', () => {
     const g = run(root(), authorize('r1', 'root'), authorize('r2', 'root'), capture(hold('r2')));
     const decision = when(g, { type: 'ExpireHolds', now_ms: NOW + 30_000, holds_max: 100 });
-    expect(decision.ok && decision.events.map((e) => [e.type, (e.data as { hold_id: string }).hold_id])).toEqual([['HoldReversed', hold('r1')]]);
+    expect(decision.ok && decision.events.map((e) => [e.type, (e.data as { hold_id: string }).hold_id])).toEqual([
+      ['HoldReversed', hold('r1')],
+    ]);
     expect(when(g, { type: 'ExpireHolds', now_ms: NOW + 29_999, holds_max: 100 })).toEqual({ ok: true, events: [] });
     expect(when(g, capture(hold('r1')))).toBeDefined();
-    expect(when(run(g), { type: 'CaptureInvocation', hold_id: hold('r1'), now_ms: NOW + 30_000 })).toMatchObject({ ok: false, rejection: { code: 'hold_expired' } });
+    expect(when(run(g), { type: 'CaptureInvocation', hold_id: hold('r1'), now_ms: NOW + 30_000 })).toMatchObject({
+      ok: false,
+      rejection: { code: 'hold_expired' },
+    });
   });
 
   it('B4 completed settles reconcile = min(actual, exposed); an overrun records capture_spend within limits', () => {
     const admitted = (g: ReturnType<typeof root>, req: string) =>
       run(g, authorize(req, 'root'), capture(hold(req)), { type: 'AdmitInvocation', hold_id: hold(req), now_ms: NOW });
     let g = admitted(root(), 'r1');
-    g = run(g, { type: 'SettleHold', hold_id: hold('r1'), outcome: { kind: 'completed', cost_units: 30n }, now_ms: NOW });
+    g = run(g, {
+      type: 'SettleHold',
+      hold_id: hold('r1'),
+      outcome: { kind: 'completed', cost_units: 30n },
+      now_ms: NOW,
+    });
     expect(g.recorded.at(-1)?.data).toMatchObject({ kind: 'reconcile_spend', realized_units: 30n });
     g = admitted(g, 'r2');
-    expect(types(when(g, { type: 'SettleHold', hold_id: hold('r2'), outcome: { kind: 'completed', cost_units: 5000n }, now_ms: NOW }))).toEqual(['SpendSettled']);
-    g = run(g, { type: 'SettleHold', hold_id: hold('r2'), outcome: { kind: 'completed', cost_units: 5000n }, now_ms: NOW });
-    expect(g.recorded.at(-1)?.data).toMatchObject({ kind: 'capture_spend', realized_units: 970n, overrun_units: 4030n });
-    expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({ invocation_count: 2, exposed_cost_units: 0n, realized_cost_units: 1000n });
+    expect(
+      types(
+        when(g, {
+          type: 'SettleHold',
+          hold_id: hold('r2'),
+          outcome: { kind: 'completed', cost_units: 5000n },
+          now_ms: NOW,
+        }),
+      ),
+    ).toEqual(['SpendSettled']);
+    g = run(g, {
+      type: 'SettleHold',
+      hold_id: hold('r2'),
+      outcome: { kind: 'completed', cost_units: 5000n },
+      now_ms: NOW,
+    });
+    expect(g.recorded.at(-1)?.data).toMatchObject({
+      kind: 'capture_spend',
+      realized_units: 970n,
+      overrun_units: 4030n,
+    });
+    expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({
+      invocation_count: 2,
+      exposed_cost_units: 0n,
+      realized_cost_units: 1000n,
+    });
   });
 
   it('B5 failed_after_dispatch keeps everything; B6 elicitation releases everything', () => {
-    const base = run(root(), authorize('r1', 'root'), capture(hold('r1')), { type: 'AdmitInvocation', hold_id: hold('r1'), now_ms: NOW });
-    const kept = run(base, { type: 'SettleHold', hold_id: hold('r1'), outcome: { kind: 'failed_after_dispatch', failure: 'deadline' }, now_ms: NOW });
-    expect(usageOf(kept.state, { capability_id: 'root', grant_index: 0 })).toEqual({ invocation_count: 1, exposed_cost_units: 100n, realized_cost_units: 0n });
-    const released = run(base, { type: 'SettleHold', hold_id: hold('r1'), outcome: { kind: 'elicitation_required', message: 'm' }, now_ms: NOW });
-    expect(usageOf(released.state, { capability_id: 'root', grant_index: 0 })).toEqual({ invocation_count: 0, exposed_cost_units: 0n, realized_cost_units: 0n });
-    expect(when(released, authorize('r1', 'root'))).toMatchObject({ ok: false, rejection: { code: 'already_dispatched' } });
+    const base = run(root(), authorize('r1', 'root'), capture(hold('r1')), {
+      type: 'AdmitInvocation',
+      hold_id: hold('r1'),
+      now_ms: NOW,
+    });
+    const kept = run(base, {
+      type: 'SettleHold',
+      hold_id: hold('r1'),
+      outcome: { kind: 'failed_after_dispatch', failure: 'deadline' },
+      now_ms: NOW,
+    });
+    expect(usageOf(kept.state, { capability_id: 'root', grant_index: 0 })).toEqual({
+      invocation_count: 1,
+      exposed_cost_units: 100n,
+      realized_cost_units: 0n,
+    });
+    const released = run(base, {
+      type: 'SettleHold',
+      hold_id: hold('r1'),
+      outcome: { kind: 'elicitation_required', message: 'm' },
+      now_ms: NOW,
+    });
+    expect(usageOf(released.state, { capability_id: 'root', grant_index: 0 })).toEqual({
+      invocation_count: 0,
+      exposed_cost_units: 0n,
+      realized_cost_units: 0n,
+    });
+    expect(when(released, authorize('r1', 'root'))).toMatchObject({
+      ok: false,
+      rejection: { code: 'already_dispatched' },
+    });
   });
 
   it('B19 a child spend counts against every ancestor and its delegated share', () => {
     let g = standardTree();
     g = run(g, authorize('a1-1', 'child-a1'), authorize('a1-2', 'child-a1'));
-    expect(when(g, authorize('a1-3', 'child-a1', { requested_cost: 1n }))).toMatchObject({ ok: false, rejection: { code: 'capability_budget_exhausted' } });
+    expect(when(g, authorize('a1-3', 'child-a1', { requested_cost: 1n }))).toMatchObject({
+      ok: false,
+      rejection: { code: 'capability_budget_exhausted' },
+    });
     expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 }).exposed_cost_units).toBe(200n);
     expect(g.state.spend.get('child-a')?.committed_units).toBe(200n);
   });
@@ -113,7 +223,14 @@ describe('hold decider', () => {
       type: 'HoldAuthorized' as const,
       event_id: 'x:authorize',
       commit_index: 2,
-      data: { ...(when(run(given([]), issue('root', [MONETARY])), authorize('x', 'root')) as unknown as { events: [{ data: object }] }).events[0].data, exposure_units: 100n },
+      data: {
+        ...(
+          when(run(given([]), issue('root', [MONETARY])), authorize('x', 'root')) as unknown as {
+            events: [{ data: object }];
+          }
+        ).events[0].data,
+        exposure_units: 100n,
+      },
     };
     expect(() => evolve(g.state, bogus as never)).toThrow(AssertionError);
     expect(() => evolve(g.state, { ...bogus, commit_index: 1 } as never)).toThrow(AssertionError);
@@ -128,14 +245,26 @@ describe('hold decider', () => {
     const captured = when({ state: once, recorded: [] }, capture(hold('r1')));
     if (!captured.ok) throw new Error('capture rejected');
     const both = evolve(once, { ...captured.events[0]!, commit_index: commit, commit_position: 1 });
-    expect(both.holds.get(hold('r1'))).toMatchObject({ status: 'captured', authorize_commit_index: commit, capture_commit_index: commit });
-    expect(() => evolve(both, { ...captured.events[0]!, commit_index: commit, commit_position: 1 })).toThrow(AssertionError);
+    expect(both.holds.get(hold('r1'))).toMatchObject({
+      status: 'captured',
+      authorize_commit_index: commit,
+      capture_commit_index: commit,
+    });
+    expect(() => evolve(both, { ...captured.events[0]!, commit_index: commit, commit_position: 1 })).toThrow(
+      AssertionError,
+    );
   });
 
   it('an expired or revoked capability cannot authorize', () => {
     const g = root();
-    expect(when(g, authorize('r1', 'root', { now_ms: NOW + HOUR }))).toMatchObject({ ok: false, rejection: { code: 'capability_expired' } });
+    expect(when(g, authorize('r1', 'root', { now_ms: NOW + HOUR }))).toMatchObject({
+      ok: false,
+      rejection: { code: 'capability_expired' },
+    });
     const revoked = run(g, { type: 'RevokeCapability', capability_id: 'root', now_ms: NOW });
-    expect(when(revoked, authorize('r1', 'root'))).toMatchObject({ ok: false, rejection: { code: 'capability_revoked' } });
+    expect(when(revoked, authorize('r1', 'root'))).toMatchObject({
+      ok: false,
+      rejection: { code: 'capability_revoked' },
+    });
   });
 });

@@ -43,10 +43,38 @@ type Op =
 const REQS = 24;
 // Weighted so that trees fill up before a revocation or expiry empties them.
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ op: fc.constant('authorize' as const), req: fc.nat(REQS), cap: fc.nat(3), cost: fc.option(fc.nat(150)), preflight: fc.nat(6).map((n) => n === 0) }) },
-  { weight: 8, arbitrary: fc.record({ op: fc.constantFrom('capture' as const, 'rollback' as const, 'cancel' as const, 'admit' as const), req: fc.nat(REQS), preflight: fc.constant(false) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('rollback' as const), req: fc.nat(REQS), preflight: fc.constant(true) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('settle' as const), req: fc.nat(REQS), outcome: fc.nat(3), cost: fc.nat(400), prepaid: fc.boolean() }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      op: fc.constant('authorize' as const),
+      req: fc.nat(REQS),
+      cap: fc.nat(3),
+      cost: fc.option(fc.nat(150)),
+      preflight: fc.nat(6).map((n) => n === 0),
+    }),
+  },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      op: fc.constantFrom('capture' as const, 'rollback' as const, 'cancel' as const, 'admit' as const),
+      req: fc.nat(REQS),
+      preflight: fc.constant(false),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('rollback' as const), req: fc.nat(REQS), preflight: fc.constant(true) }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('settle' as const),
+      req: fc.nat(REQS),
+      outcome: fc.nat(3),
+      cost: fc.nat(400),
+      prepaid: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), advanceMs: fc.nat(20_000) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), cap: fc.integer({ min: 1, max: 3 }) }) },
 );
@@ -66,7 +94,11 @@ const OUTCOMES = (cost: number): SettleOutcome[] => [
 function commandsFor(op: Op, state: TreeState, now: number): BudgetCommand[] {
   switch (op.op) {
     case 'authorize': {
-      const extra = { now_ms: now, preflight: op.preflight, ...(op.cost === null ? {} : { requested_cost: BigInt(op.cost) }) };
+      const extra = {
+        now_ms: now,
+        preflight: op.preflight,
+        ...(op.cost === null ? {} : { requested_cost: BigInt(op.cost) }),
+      };
       return [authorize(`req-${op.req}`, CAPS[op.cap]!, extra)];
     }
     case 'expire':
@@ -78,7 +110,11 @@ function commandsFor(op: Op, state: TreeState, now: number): BudgetCommand[] {
   }
 }
 
-function holdCommands(op: Exclude<Op, { op: 'authorize' | 'expire' | 'revoke' }>, state: TreeState, now: number): BudgetCommand[] {
+function holdCommands(
+  op: Exclude<Op, { op: 'authorize' | 'expire' | 'revoke' }>,
+  state: TreeState,
+  now: number,
+): BudgetCommand[] {
   const hold_id = holdFor(state, op.req, op.op === 'settle' ? false : op.preflight);
   if (!hold_id) return [];
   switch (op.op) {
@@ -89,10 +125,23 @@ function holdCommands(op: Exclude<Op, { op: 'authorize' | 'expire' | 'revoke' }>
     case 'cancel':
       return [{ type: 'CancelCaptured', hold_id, cause: 'payment_declined', now_ms: now }];
     case 'admit':
-      return [{ type: 'RecordPaymentStep', hold_id, payment: { step: 'authorized', authorization_id: 'a', mode: 'reversible_hold' }, now_ms: now }, { type: 'AdmitInvocation', hold_id, now_ms: now }];
+      return [
+        {
+          type: 'RecordPaymentStep',
+          hold_id,
+          payment: { step: 'authorized', authorization_id: 'a', mode: 'reversible_hold' },
+          now_ms: now,
+        },
+        { type: 'AdmitInvocation', hold_id, now_ms: now },
+      ];
     case 'settle': {
       const mode = op.prepaid ? 'prepaid_final' : 'reversible_hold';
-      const pay: BudgetCommand = { type: 'RecordPaymentStep', hold_id, payment: { step: 'authorized', mode }, now_ms: now };
+      const pay: BudgetCommand = {
+        type: 'RecordPaymentStep',
+        hold_id,
+        payment: { step: 'authorized', mode },
+        now_ms: now,
+      };
       const outcome = OUTCOMES(op.cost)[op.outcome]! as Exclude<SettleOutcome, { kind: 'not_dispatched' }>;
       return [pay, { type: 'SettleHold', hold_id, outcome, now_ms: now }];
     }
@@ -115,7 +164,8 @@ function checkBooks(state: TreeState): void {
   const independent = committedFromHolds(state);
   for (const [key, usage] of state.usage) expect(committedOf(usage)).toBe(independent.get(key) ?? 0n);
   for (const capability of state.capabilities.values()) {
-    if (capability.budget_units !== undefined) expect(spendOf(state, capability.id).committed_units <= capability.budget_units).toBe(true);
+    if (capability.budget_units !== undefined)
+      expect(spendOf(state, capability.id).committed_units <= capability.budget_units).toBe(true);
     for (const [index, grant] of capability.grants.entries()) {
       const usage = state.usage.get(usageKey({ capability_id: capability.id, grant_index: index }));
       if (!usage) continue;

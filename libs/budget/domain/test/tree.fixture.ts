@@ -45,10 +45,20 @@ export function when(g: Given, command: BudgetCommand): Decision {
   return decide(command, g.state);
 }
 
-export const MONETARY: Grant = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100n, max_total_cost_units: 1000n, currency: 'USD' };
+export const MONETARY: Grant = {
+  server_id: 'cost-srv',
+  tool_name: 'compute',
+  max_cost_per_invocation: 100n,
+  max_total_cost_units: 1000n,
+  currency: 'USD',
+};
 export const UNLIMITED: Grant = { server_id: 'cost-srv', tool_name: 'compute' };
 
-export function issue(id: string, grants: readonly Grant[], extra: Partial<Extract<BudgetCommand, { type: 'IssueCapability' }>> = {}): BudgetCommand {
+export function issue(
+  id: string,
+  grants: readonly Grant[],
+  extra: Partial<Extract<BudgetCommand, { type: 'IssueCapability' }>> = {},
+): BudgetCommand {
   return {
     type: 'IssueCapability',
     capability_id: id,
@@ -63,7 +73,11 @@ export function issue(id: string, grants: readonly Grant[], extra: Partial<Extra
   };
 }
 
-export function authorize(requestId: string, capabilityId: string, extra: Partial<Extract<BudgetCommand, { type: 'AuthorizeHold' }>> = {}): BudgetCommand {
+export function authorize(
+  requestId: string,
+  capabilityId: string,
+  extra: Partial<Extract<BudgetCommand, { type: 'AuthorizeHold' }>> = {},
+): BudgetCommand {
   return {
     type: 'AuthorizeHold',
     request_id: requestId,
@@ -81,7 +95,13 @@ export function authorize(requestId: string, capabilityId: string, extra: Partia
 }
 
 export function standardTree(): Given {
-  const childGrant: Grant = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100n, max_total_cost_units: 600n, currency: 'USD' };
+  const childGrant: Grant = {
+    server_id: 'cost-srv',
+    tool_name: 'compute',
+    max_cost_per_invocation: 100n,
+    max_total_cost_units: 600n,
+    currency: 'USD',
+  };
   return run(
     given([]),
     issue('root', [MONETARY, UNLIMITED]),

@@ -18,7 +18,9 @@ function write(value: unknown): string {
     case 'boolean':
       return JSON.stringify(value);
     case 'object':
-      return Array.isArray(value) ? `[${value.map((item) => (item === undefined ? 'null' : write(item))).join(',')}]` : writeObject(value as Record<string, unknown>);
+      return Array.isArray(value)
+        ? `[${value.map((item) => (item === undefined ? 'null' : write(item))).join(',')}]`
+        : writeObject(value as Record<string, unknown>);
     default:
       throw new TypeError(`canonical JSON cannot encode a ${typeof value}`);
   }

@@ -1,7 +1,15 @@
 // The authority's Ed25519 signer (node's own crypto) over canonical JSON. The key comes
 // from config (PEM, or a raw 32-byte seed in base64url), or, for the local stack only, is
 // generated once and persisted to a file so that receipts keep verifying across restarts.
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { canonicalJson } from './canonical-json.js';
@@ -30,14 +38,17 @@ export class Ed25519Signer {
 
   static fromPem(pem: string): Ed25519Signer {
     const key = createPrivateKey(pem);
-    if (key.asymmetricKeyType !== 'ed25519') throw new Error(`signing key must be ed25519, got ${String(key.asymmetricKeyType)}`);
+    if (key.asymmetricKeyType !== 'ed25519')
+      throw new Error(`signing key must be ed25519, got ${String(key.asymmetricKeyType)}`);
     return new Ed25519Signer(key);
   }
 
   static fromSeed(seedBase64Url: string): Ed25519Signer {
     const seed = Buffer.from(seedBase64Url, 'base64url');
     if (seed.length !== SEED_BYTES) throw new Error(`an ed25519 seed is ${SEED_BYTES} bytes, got ${seed.length}`);
-    return new Ed25519Signer(createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' }));
+    return new Ed25519Signer(
+      createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' }),
+    );
   }
 
   static generate(): Ed25519Signer {
@@ -49,7 +60,10 @@ export class Ed25519Signer {
     if (existsSync(file)) return Ed25519Signer.fromPem(readFileSync(file, 'utf8'));
     const signer = Ed25519Signer.generate();
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, signer.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), { mode: 0o600, flag: 'wx' });
+    writeFileSync(file, signer.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), {
+      mode: 0o600,
+      flag: 'wx',
+    });
     return signer;
   }
 

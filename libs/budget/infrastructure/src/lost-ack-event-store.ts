@@ -29,13 +29,21 @@ export class LostAckEventStore implements EventStore {
     private readonly options: LostAckOptions,
   ) {}
 
-  async append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
+  async append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
     const result = await this.inner.append(subject, events, expectedSequence);
     const types = new Set(this.options.kinds.map((kind) => TYPES[kind]));
     if (this.losses < this.options.lossesMax && events.some((event) => types.has(event.type))) {
       this.losses++;
       this.lost.push(...events.map((event) => event.eventId));
-      throw new AppendOutcomeUnknown(subject, events.map((event) => event.eventId), new Error('acknowledgement lost'));
+      throw new AppendOutcomeUnknown(
+        subject,
+        events.map((event) => event.eventId),
+        new Error('acknowledgement lost'),
+      );
     }
     return result;
   }

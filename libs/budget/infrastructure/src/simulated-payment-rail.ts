@@ -20,10 +20,20 @@ export type PaymentResult =
   | { readonly outcome: 'failed' | 'unavailable' | 'rail_error'; readonly detail: string };
 
 export type SettlementState =
-  | { readonly state: 'none' | 'authorized' | 'captured' | 'released' | 'refunded' | 'pending' | 'declined'; readonly authorization_id?: string }
+  | {
+      readonly state: 'none' | 'authorized' | 'captured' | 'released' | 'refunded' | 'pending' | 'declined';
+      readonly authorization_id?: string;
+    }
   | { readonly state: 'unknown'; readonly detail: string };
 
-export type AuthorizeBehaviour = 'approve' | 'decline' | 'insufficient_funds' | 'unavailable' | 'rail_error' | 'rail_error_after_commit' | 'block_until_released';
+export type AuthorizeBehaviour =
+  | 'approve'
+  | 'decline'
+  | 'insufficient_funds'
+  | 'unavailable'
+  | 'rail_error'
+  | 'rail_error_after_commit'
+  | 'block_until_released';
 export type ReleaseBehaviour = 'release' | 'pending' | 'fail' | 'rail_error';
 export type CaptureBehaviour = 'settle' | 'fail' | 'rail_error';
 
@@ -83,7 +93,12 @@ export class SimulatedPaymentRail {
     this.blocked = [];
   }
 
-  async authorize(request: { reference: string; hold_id: string; amount_units: bigint; currency: string }): Promise<PaymentAuthorizeResult> {
+  async authorize(request: {
+    reference: string;
+    hold_id: string;
+    amount_units: bigint;
+    currency: string;
+  }): Promise<PaymentAuthorizeResult> {
     this.counters.authorize++;
     const behaviour = this.behaviourFor(request.reference).authorize;
     const authorization_id = `auth_${request.reference}`;
@@ -100,7 +115,10 @@ export class SimulatedPaymentRail {
         return { outcome: 'rail_error', detail: 'simulated lost acknowledgement' };
       case 'rail_error_after_commit':
         // The rail did authorize, but the answer never arrived: only a settlement query can tell.
-        this.entries.set(request.reference, { state: this.mode === 'prepaid_final' ? 'captured' : 'authorized', authorization_id });
+        this.entries.set(request.reference, {
+          state: this.mode === 'prepaid_final' ? 'captured' : 'authorized',
+          authorization_id,
+        });
         return { outcome: 'rail_error', detail: 'simulated lost acknowledgement' };
       case 'block_until_released':
         if (!this.unblocked) await new Promise<void>((resolve) => this.blocked.push(resolve));
@@ -108,11 +126,19 @@ export class SimulatedPaymentRail {
       case 'approve':
         break;
     }
-    this.entries.set(request.reference, { state: this.mode === 'prepaid_final' ? 'captured' : 'authorized', authorization_id });
+    this.entries.set(request.reference, {
+      state: this.mode === 'prepaid_final' ? 'captured' : 'authorized',
+      authorization_id,
+    });
     return { outcome: 'authorized', authorization_id, mode: this.mode };
   }
 
-  async capture(request: { authorization_id: string; amount_units: bigint; currency: string; reference: string }): Promise<PaymentResult> {
+  async capture(request: {
+    authorization_id: string;
+    amount_units: bigint;
+    currency: string;
+    reference: string;
+  }): Promise<PaymentResult> {
     this.counters.capture++;
     const behaviour = this.behaviourFor(request.reference).capture;
     if (behaviour === 'fail') return { outcome: 'failed', detail: 'simulated capture failure' };
@@ -126,7 +152,12 @@ export class SimulatedPaymentRail {
     return this.unwind(request.reference, request.authorization_id, 'released');
   }
 
-  async refund(request: { transaction_id: string; amount_units: bigint; currency: string; reference: string }): Promise<PaymentResult> {
+  async refund(request: {
+    transaction_id: string;
+    amount_units: bigint;
+    currency: string;
+    reference: string;
+  }): Promise<PaymentResult> {
     this.counters.refund++;
     return this.unwind(request.reference, request.transaction_id, 'refunded');
   }

@@ -7,7 +7,9 @@ import { Ed25519Signer, canonicalJson, verifyWithPublicKey } from '../src/index.
 
 describe('Ed25519 signer', () => {
   it('B17 canonical JSON sorts keys, drops whitespace and writes bigint as a decimal string', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, 'x'], c: 2n ** 70n }, u: undefined })).toBe('{"a":{"c":"1180591620717411303424","d":[1,"x"]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, 'x'], c: 2n ** 70n }, u: undefined })).toBe(
+      '{"a":{"c":"1180591620717411303424","d":[1,"x"]},"b":1}',
+    );
   });
 
   it('B17 the same body signs to the same signature, which verifies with the published raw public key', () => {

@@ -7,7 +7,11 @@ const auth = (reference: string) => ({ reference, hold_id: `h-${reference}`, amo
 describe('simulated payment rail', () => {
   it('approves by default and reports the settlement state of a reference', async () => {
     const rail = new SimulatedPaymentRail({ mode: 'reversible_hold' });
-    expect(await rail.authorize(auth('r1'))).toEqual({ outcome: 'authorized', authorization_id: 'auth_r1', mode: 'reversible_hold' });
+    expect(await rail.authorize(auth('r1'))).toEqual({
+      outcome: 'authorized',
+      authorization_id: 'auth_r1',
+      mode: 'reversible_hold',
+    });
     expect(await rail.settlementState('r1')).toMatchObject({ state: 'authorized' });
     expect(await rail.release({ authorization_id: 'auth_r1', reference: 'r1' })).toMatchObject({ outcome: 'released' });
     expect(await rail.settlementState('r2')).toEqual({ state: 'none' });
@@ -29,13 +33,19 @@ describe('simulated payment rail', () => {
 
   it('B9 a pending or failed release is reported as such', async () => {
     const rail = new SimulatedPaymentRail({ mode: 'reversible_hold', behaviour: { release: 'pending' } });
-    expect(await rail.release({ authorization_id: 'a', reference: 'r' })).toEqual({ outcome: 'pending', rail_reference: 'release_pending_reference' });
+    expect(await rail.release({ authorization_id: 'a', reference: 'r' })).toEqual({
+      outcome: 'pending',
+      rail_reference: 'release_pending_reference',
+    });
     rail.configure({ release: 'fail' });
     expect((await rail.release({ authorization_id: 'a', reference: 'r' })).outcome).toBe('failed');
   });
 
   it('B8 block_until_released holds authorizations until released', async () => {
-    const rail = new SimulatedPaymentRail({ mode: 'reversible_hold', behaviour: { authorize: 'block_until_released' } });
+    const rail = new SimulatedPaymentRail({
+      mode: 'reversible_hold',
+      behaviour: { authorize: 'block_until_released' },
+    });
     let done = false;
     const pending = rail.authorize(auth('b')).then((r) => ((done = true), r));
     await new Promise((r) => setTimeout(r, 20));

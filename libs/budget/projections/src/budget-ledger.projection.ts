@@ -36,7 +36,15 @@ export interface BudgetLedgerOptions {
   readonly onOrphan?: (event: StoredEvent, why: string) => void;
 }
 
-const HOLD_EVENTS = new Set(['InvocationCaptured', 'HoldReversed', 'CaptureCancelled', 'ExposureReleased', 'SpendSettled', 'HoldRetained', 'InvocationAdmitted']);
+const HOLD_EVENTS = new Set([
+  'InvocationCaptured',
+  'HoldReversed',
+  'CaptureCancelled',
+  'ExposureReleased',
+  'SpendSettled',
+  'HoldRetained',
+  'InvocationAdmitted',
+]);
 
 export function budgetLedgerProjection(options: BudgetLedgerOptions): Projection {
   return {
@@ -65,7 +73,8 @@ function idsNamedBy(events: readonly StoredEvent[]): [Set<string>, Set<string>, 
     }
     if (event.type === 'CapabilityRevoked') for (const id of p['revoked_ids'] as string[]) capabilities.add(id);
     // A new hold's usage lands on its whole chain, whose rows may come from earlier batches.
-    if (event.type === 'HoldAuthorized') for (const ref of p['chain'] as { capability_id: string }[]) capabilities.add(ref.capability_id);
+    if (event.type === 'HoldAuthorized')
+      for (const ref of p['chain'] as { capability_id: string }[]) capabilities.add(ref.capability_id);
     if (typeof p['hold_id'] === 'string') holds.add(p['hold_id']);
     if (typeof p['ambiguity_id'] === 'string') ambiguities.add(p['ambiguity_id']);
   }
@@ -81,7 +90,14 @@ function applyEvent(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedg
     case 'CapabilityRevoked':
       return revoke(batch, payload as CapabilityRevokedWire);
     case 'HoldAuthorized':
-      return authorize(batch, payload as HoldAuthorizedWire, event.eventId, event.aggregateId, sequence, stored.position ?? 0);
+      return authorize(
+        batch,
+        payload as HoldAuthorizedWire,
+        event.eventId,
+        event.aggregateId,
+        sequence,
+        stored.position ?? 0,
+      );
     case 'AmbiguityRecorded':
       return recordAmbiguity(batch, payload as AmbiguityRecordedWire, sequence, stored, options);
     case 'AmbiguityResolved':
@@ -112,7 +128,14 @@ function issue(batch: LedgerBatch, data: CapabilityIssuedWire, sequence: number)
   );
   // Every grant has a usage row from the start, so usage reads list all grants, used or not.
   data.grants.forEach((grant, index) => {
-    batch.putUsage(zeroUsage(data.root_id, { capability_id: data.capability_id, grant_index: index }, grant.currency ?? null, sequence));
+    batch.putUsage(
+      zeroUsage(
+        data.root_id,
+        { capability_id: data.capability_id, grant_index: index },
+        grant.currency ?? null,
+        sequence,
+      ),
+    );
   });
 }
 
@@ -124,7 +147,14 @@ function revoke(batch: LedgerBatch, data: CapabilityRevokedWire): void {
   }
 }
 
-function authorize(batch: LedgerBatch, data: HoldAuthorizedWire, eventId: string, rootId: string, sequence: number, position: number): void {
+function authorize(
+  batch: LedgerBatch,
+  data: HoldAuthorizedWire,
+  eventId: string,
+  rootId: string,
+  sequence: number,
+  position: number,
+): void {
   const hold = Object.assign(new HoldRow(), {
     holdId: data.hold_id,
     rootId,
@@ -143,7 +173,17 @@ function authorize(batch: LedgerBatch, data: HoldAuthorizedWire, eventId: string
     lastSequence: sequence,
   });
   batch.putHold(hold);
-  batch.mutate(hold, { eventId, kind: data.kind, cause: null, commitIndex: sequence, commitPosition: position, occurredAtMs: data.at_ms, invocations: 1, exposedUnits: hold.exposureUnits, realizedUnits: 0n });
+  batch.mutate(hold, {
+    eventId,
+    kind: data.kind,
+    cause: null,
+    commitIndex: sequence,
+    commitPosition: position,
+    occurredAtMs: data.at_ms,
+    invocations: 1,
+    exposedUnits: hold.exposureUnits,
+    realizedUnits: 0n,
+  });
 }
 
 /** Status after each hold event; the usage deltas mirror the domain's evolve. */
@@ -152,7 +192,14 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
   const data = event.payload as unknown as HoldMutationWire & HoldStepWire;
   const hold = batch.holds.get(data.hold_id);
   if (!hold) return options.onOrphan?.(stored, `no hold ${data.hold_id}`);
-  const base = { eventId: event.eventId, kind: data.kind, cause: data.cause ?? null, commitIndex: sequence, commitPosition: stored.position ?? 0, occurredAtMs: data.at_ms };
+  const base = {
+    eventId: event.eventId,
+    kind: data.kind,
+    cause: data.cause ?? null,
+    commitIndex: sequence,
+    commitPosition: stored.position ?? 0,
+    occurredAtMs: data.at_ms,
+  };
   const next: HoldRow = { ...hold, lastSequence: sequence };
   switch (event.type) {
     case 'InvocationCaptured':
@@ -162,7 +209,8 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
     case 'HoldReversed':
     case 'CaptureCancelled':
     case 'ExposureReleased':
-      next.status = event.type === 'HoldReversed' ? 'reversed' : event.type === 'CaptureCancelled' ? 'cancelled' : 'released';
+      next.status =
+        event.type === 'HoldReversed' ? 'reversed' : event.type === 'CaptureCancelled' ? 'cancelled' : 'released';
       batch.mutate(next, { ...base, invocations: -1, exposedUnits: -hold.exposureUnits, realizedUnits: 0n });
       break;
     case 'SpendSettled': {
@@ -181,7 +229,13 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
   batch.putHold(next);
 }
 
-function recordAmbiguity(batch: LedgerBatch, data: AmbiguityRecordedWire, sequence: number, stored: StoredEvent, options: BudgetLedgerOptions): void {
+function recordAmbiguity(
+  batch: LedgerBatch,
+  data: AmbiguityRecordedWire,
+  sequence: number,
+  stored: StoredEvent,
+  options: BudgetLedgerOptions,
+): void {
   const hold = batch.holds.get(data.hold_id);
   if (!hold) return options.onOrphan?.(stored, `no hold ${data.hold_id}`);
   batch.putAmbiguity(
@@ -201,13 +255,30 @@ function recordAmbiguity(batch: LedgerBatch, data: AmbiguityRecordedWire, sequen
   );
 }
 
-function resolveAmbiguity(batch: LedgerBatch, data: AmbiguityResolvedWire, sequence: number, stored: StoredEvent, options: BudgetLedgerOptions): void {
+function resolveAmbiguity(
+  batch: LedgerBatch,
+  data: AmbiguityResolvedWire,
+  sequence: number,
+  stored: StoredEvent,
+  options: BudgetLedgerOptions,
+): void {
   const row = batch.ambiguities.get(data.ambiguity_id);
   if (!row) return options.onOrphan?.(stored, `no ambiguity ${data.ambiguity_id}`);
-  batch.putAmbiguity({ ...row, resolution: data.resolution, railState: data.rail_state ?? null, resolvedSequence: sequence });
+  batch.putAmbiguity({
+    ...row,
+    resolution: data.resolution,
+    railState: data.rail_state ?? null,
+    resolvedSequence: sequence,
+  });
 }
 
-function recordReceipt(batch: LedgerBatch, data: ReceiptRecordedWire, rootId: string, sequence: number, signer: ReceiptSigner | undefined): void {
+function recordReceipt(
+  batch: LedgerBatch,
+  data: ReceiptRecordedWire,
+  rootId: string,
+  sequence: number,
+  signer: ReceiptSigner | undefined,
+): void {
   const body = JSON.parse(JSON.stringify(data.receipt)) as Record<string, unknown>;
   let check = 'foreign_key';
   if (signer && signer.keyId === data.key_id) check = signer.sign(body) === data.signature ? 'resigned' : 'mismatch';

@@ -59,7 +59,11 @@ export class BudgetQueries {
   async capability(id: string): Promise<CapabilityView | undefined> {
     const row = await this.dataSource.manager.findOneBy(CapabilityRow, { capabilityId: id });
     if (!row) return undefined;
-    const children = await this.dataSource.manager.find(CapabilityRow, { where: { parentId: id }, order: { issuedSequence: 'ASC' }, select: { capabilityId: true } });
+    const children = await this.dataSource.manager.find(CapabilityRow, {
+      where: { parentId: id },
+      order: { issuedSequence: 'ASC' },
+      select: { capabilityId: true },
+    });
     return {
       id: row.capabilityId,
       root_id: row.rootId,
@@ -77,7 +81,10 @@ export class BudgetQueries {
   }
 
   async usage(capabilityId: string): Promise<UsageView[]> {
-    const rows = await this.dataSource.manager.find(UsageRow, { where: { capabilityId }, order: { grantIndex: 'ASC' } });
+    const rows = await this.dataSource.manager.find(UsageRow, {
+      where: { capabilityId },
+      order: { grantIndex: 'ASC' },
+    });
     return rows.map((r) => ({
       grant_index: r.grantIndex,
       invocation_count: r.invocationCount,
@@ -91,7 +98,11 @@ export class BudgetQueries {
   /** Newest first (commit index, then position within the commit), at most `limit` (B18). */
   async mutations(capabilityId: string, grantIndex: number | undefined, limit: number): Promise<MutationView[]> {
     const where = grantIndex === undefined ? { capabilityId } : { capabilityId, grantIndex };
-    const rows = await this.dataSource.manager.find(MutationRow, { where, order: { commitIndex: 'DESC', commitPosition: 'DESC' }, take: limit });
+    const rows = await this.dataSource.manager.find(MutationRow, {
+      where,
+      order: { commitIndex: 'DESC', commitPosition: 'DESC' },
+      take: limit,
+    });
     return rows.map((r) => ({
       event_id: r.eventId,
       kind: r.kind,
@@ -123,14 +134,20 @@ export class BudgetQueries {
 
   /** Receipts of one request, oldest first: every decision on every path has one (B17). */
   async receiptsOfRequest(requestId: string): Promise<ReceiptView[]> {
-    const rows = await this.dataSource.manager.find(ReceiptRow, { where: { requestId }, order: { commitIndex: 'ASC' } });
+    const rows = await this.dataSource.manager.find(ReceiptRow, {
+      where: { requestId },
+      order: { commitIndex: 'ASC' },
+    });
     const out: ReceiptView[] = [];
     for (const row of rows) out.push((await this.receipt(row.receiptId))!);
     return out;
   }
 
   async holds(capabilityId: string, statuses?: readonly string[]): Promise<HoldRow[]> {
-    const rows = await this.dataSource.manager.find(HoldRow, { where: { capabilityId }, order: { authorizeCommitIndex: 'ASC' } });
+    const rows = await this.dataSource.manager.find(HoldRow, {
+      where: { capabilityId },
+      order: { authorizeCommitIndex: 'ASC' },
+    });
     return statuses === undefined ? rows : rows.filter((r) => statuses.includes(r.status));
   }
 

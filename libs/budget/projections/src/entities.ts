@@ -21,7 +21,8 @@ export const CAPABILITY_ID_LENGTH = 128;
 export class CapabilityRow {
   @PrimaryColumn({ name: 'capability_id', type: 'varchar', length: CAPABILITY_ID_LENGTH }) capabilityId!: string;
   @Column({ name: 'root_id', type: 'varchar', length: CAPABILITY_ID_LENGTH }) rootId!: string;
-  @Column({ name: 'parent_id', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) parentId!: string | null;
+  @Column({ name: 'parent_id', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) parentId!:
+    string | null;
   @Column({ name: 'subject_public_key', type: 'varchar', length: 128 }) subjectPublicKey!: string;
   @Column(countColumn()) depth!: number;
   @Column(sequenceColumn({ name: 'issued_at_ms' })) issuedAtMs!: number;
@@ -31,7 +32,8 @@ export class CapabilityRow {
   @Column(moneyColumn({ name: 'budget_units', nullable: true })) budgetUnits!: bigint | null;
   @Column(sequenceColumn({ name: 'revoked_at_ms', nullable: true })) revokedAtMs!: number | null;
   /** The capability whose revocation reached this one (itself, or an ancestor). */
-  @Column({ name: 'revoked_via', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) revokedVia!: string | null;
+  @Column({ name: 'revoked_via', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) revokedVia!:
+    string | null;
   @Column(sequenceColumn({ name: 'issued_sequence' })) issuedSequence!: number;
 }
 
@@ -99,7 +101,8 @@ export class ReceiptRow {
   @Column({ name: 'command_id', type: 'varchar', length: ID_LENGTH }) commandId!: string;
   @Column({ name: 'request_id', type: 'varchar', length: ID_LENGTH, nullable: true }) requestId!: string | null;
   @Column({ name: 'hold_id', type: 'varchar', length: ID_LENGTH, nullable: true }) holdId!: string | null;
-  @Column({ name: 'capability_id', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) capabilityId!: string | null;
+  @Column({ name: 'capability_id', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) capabilityId!:
+    string | null;
   @Column({ type: 'varchar', length: 8 }) verdict!: string;
   /** The signed body as JSON. */
   @Column({ type: 'text' }) body!: string;

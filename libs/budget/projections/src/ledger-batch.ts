@@ -30,22 +30,36 @@ export class LedgerBatch {
   readonly ambiguities = new Map<string, AmbiguityRow>();
   readonly mutations: MutationRow[] = [];
   readonly receipts: ReceiptRow[] = [];
-  private readonly dirty = { capabilities: new Set<string>(), usage: new Set<string>(), holds: new Set<string>(), ambiguities: new Set<string>() };
+  private readonly dirty = {
+    capabilities: new Set<string>(),
+    usage: new Set<string>(),
+    holds: new Set<string>(),
+    ambiguities: new Set<string>(),
+  };
 
   constructor(private readonly manager: EntityManager) {}
 
   /** Loads every existing row the batch names, so the fold never queries per event. */
-  async preload(capabilityIds: ReadonlySet<string>, holdIds: ReadonlySet<string>, ambiguityIds: ReadonlySet<string>): Promise<void> {
+  async preload(
+    capabilityIds: ReadonlySet<string>,
+    holdIds: ReadonlySet<string>,
+    ambiguityIds: ReadonlySet<string>,
+  ): Promise<void> {
     const m = this.manager;
-    if (holdIds.size > 0) for (const row of await m.findBy(HoldRow, { holdId: In([...holdIds]) })) this.holds.set(row.holdId, row);
+    if (holdIds.size > 0)
+      for (const row of await m.findBy(HoldRow, { holdId: In([...holdIds]) })) this.holds.set(row.holdId, row);
     const chainCapabilities = new Set(capabilityIds);
     for (const hold of this.holds.values()) for (const ref of chainOf(hold)) chainCapabilities.add(ref.capability_id);
     if (chainCapabilities.size > 0) {
       const ids = [...chainCapabilities];
-      for (const row of await m.findBy(CapabilityRow, { capabilityId: In(ids) })) this.capabilities.set(row.capabilityId, row);
-      for (const row of await m.findBy(UsageRow, { capabilityId: In(ids) })) this.usage.set(usageKey(row.capabilityId, row.grantIndex), row);
+      for (const row of await m.findBy(CapabilityRow, { capabilityId: In(ids) }))
+        this.capabilities.set(row.capabilityId, row);
+      for (const row of await m.findBy(UsageRow, { capabilityId: In(ids) }))
+        this.usage.set(usageKey(row.capabilityId, row.grantIndex), row);
     }
-    if (ambiguityIds.size > 0) for (const row of await m.findBy(AmbiguityRow, { ambiguityId: In([...ambiguityIds]) })) this.ambiguities.set(row.ambiguityId, row);
+    if (ambiguityIds.size > 0)
+      for (const row of await m.findBy(AmbiguityRow, { ambiguityId: In([...ambiguityIds]) }))
+        this.ambiguities.set(row.ambiguityId, row);
   }
 
   putCapability(row: CapabilityRow): void {
@@ -113,7 +127,14 @@ export class LedgerBatch {
     await bulkUpsert(m, UsageRow, rows(this.usage, this.dirty.usage), {
       ...opts,
       conflictColumns: ['capabilityId', 'grantIndex'],
-      updateColumns: ['invocationCount', 'exposedCostUnits', 'realizedCostUnits', 'committedCostUnits', 'currency', 'lastSequence'],
+      updateColumns: [
+        'invocationCount',
+        'exposedCostUnits',
+        'realizedCostUnits',
+        'committedCostUnits',
+        'currency',
+        'lastSequence',
+      ],
     });
     await bulkUpsert(m, HoldRow, rows(this.holds, this.dirty.holds), {
       ...opts,

@@ -13,11 +13,25 @@ import { AddMutationCommitPosition1767225800000 } from './migrations/17672258000
 
 export const BUDGET_MIGRATIONS = [CreateBudgetProjections1767225700000, AddMutationCommitPosition1767225800000];
 
-export function budgetProjectionSpecs(names: TallyNames, signer?: ReceiptSigner, onOrphan?: (event: StoredEvent, why: string) => void): ProjectionSpec[] {
-  const projection = budgetLedgerProjection({ stream: names.budgetEventsStream, filterSubject: names.budgetEventsWildcard, ...(signer ? { signer } : {}), ...(onOrphan ? { onOrphan } : {}) });
+export function budgetProjectionSpecs(
+  names: TallyNames,
+  signer?: ReceiptSigner,
+  onOrphan?: (event: StoredEvent, why: string) => void,
+): ProjectionSpec[] {
+  const projection = budgetLedgerProjection({
+    stream: names.budgetEventsStream,
+    filterSubject: names.budgetEventsWildcard,
+    ...(signer ? { signer } : {}),
+    ...(onOrphan ? { onOrphan } : {}),
+  });
   return [{ projection, registry: budgetEventRegistry() }];
 }
 
 export function budgetProjectionSet(signer?: ReceiptSigner): ProjectionSet {
-  return { service: 'budget-authority', entities: BUDGET_ENTITIES, migrations: BUDGET_MIGRATIONS, specs: (names) => budgetProjectionSpecs(names, signer) };
+  return {
+    service: 'budget-authority',
+    entities: BUDGET_ENTITIES,
+    migrations: BUDGET_MIGRATIONS,
+    specs: (names) => budgetProjectionSpecs(names, signer),
+  };
 }

@@ -6,7 +6,13 @@ import type { DispatchOutcome, SettleOutcome } from './ports.js';
 /** A reply is 'ok' in the gateway; the spec's table records it as domain 'unknown', settlement 'ok'. */
 export function attemptOutcomeOf(outcome: DispatchOutcome): AttemptOutcome {
   if (outcome.kind === 'ok') {
-    return { domain: 'unknown', settlement: 'ok', latency_ms: nonNegative(outcome.latency_ms), output: outcome.output, ...(outcome.usage ? { usage: outcome.usage } : {}) };
+    return {
+      domain: 'unknown',
+      settlement: 'ok',
+      latency_ms: nonNegative(outcome.latency_ms),
+      output: outcome.output,
+      ...(outcome.usage ? { usage: outcome.usage } : {}),
+    };
   }
   const status = outcome.http_status;
   return {
@@ -23,9 +29,13 @@ export function attemptOutcomeOf(outcome: DispatchOutcome): AttemptOutcome {
 
 /** The gateway promises to classify, not throw; if it throws anyway the call may have been sent, so it is unknown. */
 export function outcomeOfGatewayFault(error: unknown, latencyMs: number): AttemptOutcome {
-  return { domain: 'unknown', settlement: 'unknown', latency_ms: nonNegative(latencyMs), error: `gateway fault: ${error instanceof Error ? error.message : String(error)}` };
+  return {
+    domain: 'unknown',
+    settlement: 'unknown',
+    latency_ms: nonNegative(latencyMs),
+    error: `gateway fault: ${error instanceof Error ? error.message : String(error)}`,
+  };
 }
-
 
 function nonNegative(value: number): number {
   return Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
@@ -36,15 +46,21 @@ function nonNegative(value: number): number {
  * a definite refusal was never billed; anything else keeps the whole hold (B5), because a
  * dispatch without a rated outcome may have been billed.
  */
-export function settleOutcomeOf(attempt: AttemptState, step: Extract<NextStep, { kind: 'settle_hold' }>): SettleOutcome {
+export function settleOutcomeOf(
+  attempt: AttemptState,
+  step: Extract<NextStep, { kind: 'settle_hold' }>,
+): SettleOutcome {
   const settled = attempt.settled;
   if (step.outcome === 'completed') {
-    if (step.cost_units === undefined) throw new Error(`attempt ${attempt.ordinal}: a completed hold needs its realized cost`);
+    if (step.cost_units === undefined)
+      throw new Error(`attempt ${attempt.ordinal}: a completed hold needs its realized cost`);
     return { kind: 'completed', cost_units: step.cost_units, currency: attempt.price.currency };
   }
-  if (step.outcome === 'not_dispatched') return { kind: 'not_dispatched', reason: settled?.error ?? 'refused by the provider before generation' };
+  if (step.outcome === 'not_dispatched')
+    return { kind: 'not_dispatched', reason: settled?.error ?? 'refused by the provider before generation' };
   if (settled?.settlement === 'cancelled') return { kind: 'failed_after_dispatch', failure: 'cancellation' };
   if (settled?.domain === 'deadline') return { kind: 'failed_after_dispatch', failure: 'deadline' };
-  if (settled?.orphaned || settled?.settlement === 'unknown') return { kind: 'failed_after_dispatch', failure: 'incomplete' };
+  if (settled?.orphaned || settled?.settlement === 'unknown')
+    return { kind: 'failed_after_dispatch', failure: 'incomplete' };
   return { kind: 'failed_after_dispatch', failure: 'generic' };
 }

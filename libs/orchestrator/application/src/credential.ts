@@ -12,5 +12,7 @@ export { tokenFingerprint };
  * sweeper re-published, or one queued before ADR 0007) or does not match.
  */
 export function credentialFor(fingerprint: string, delivered: string | undefined): string | undefined {
-  return delivered !== undefined && delivered.length > 0 && tokenFingerprint(delivered) === fingerprint ? delivered : undefined;
+  return delivered !== undefined && delivered.length > 0 && tokenFingerprint(delivered) === fingerprint
+    ? delivered
+    : undefined;
 }

@@ -4,7 +4,15 @@
 // past the ceiling. The view a successful append returns is carried to the next step (no
 // reload: if anyone else wrote meanwhile, that step's append conflicts and the loop
 // reloads). Every paid call is admitted first and settled after.
-import { planNext, worstCaseCostUnits, type AttemptOutcome, type DispatchStep, type NextStep, type WorkCommand, type WorkUnitState } from '@tally/orchestrator-domain';
+import {
+  planNext,
+  worstCaseCostUnits,
+  type AttemptOutcome,
+  type DispatchStep,
+  type NextStep,
+  type WorkCommand,
+  type WorkUnitState,
+} from '@tally/orchestrator-domain';
 import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
 import { credentialFor } from './credential.js';
 import type { BudgetPort, Clock, IdSource, JitterSource, PriceTable, ProviderGateway, Sleep } from './ports.js';
@@ -44,13 +52,21 @@ export interface ProcessOptions {
 }
 
 export type ProcessResult =
-  | { readonly kind: 'ended'; readonly work_id: string; readonly status: 'completed' | 'failed' | 'aborted'; readonly output?: string; readonly error?: string }
+  | {
+      readonly kind: 'ended';
+      readonly work_id: string;
+      readonly status: 'completed' | 'failed' | 'aborted';
+      readonly output?: string;
+      readonly error?: string;
+    }
   | { readonly kind: 'not_found'; readonly work_id: string }
   /** Another worker owns the unit right now; retry the message later (nak with delay). */
   | { readonly kind: 'superseded'; readonly work_id: string; readonly reason: string };
 
 /** `view`, when present, is the unit right after this step's own append: the next step plans on it. */
-type StepResult = { readonly kind: 'continue'; readonly view?: WorkUnitView } | { readonly kind: 'superseded'; readonly reason: string };
+type StepResult =
+  | { readonly kind: 'continue'; readonly view?: WorkUnitView }
+  | { readonly kind: 'superseded'; readonly reason: string };
 const CONTINUE: StepResult = { kind: 'continue' };
 const CALL_ENDED = 'the provider call ended';
 
@@ -68,7 +84,8 @@ export const budgetCommandIds = (workId: string, ordinal: number) => ({
 
 export class DispatchWorker {
   constructor(private readonly deps: DispatchWorkerDeps) {
-    if (!(deps.options.stepsMax >= 1 && deps.options.abortPollMs >= 1 && deps.options.conflictRetriesMax >= 1)) throw new Error('DispatchWorker options must all be >= 1');
+    if (!(deps.options.stepsMax >= 1 && deps.options.abortPollMs >= 1 && deps.options.conflictRetriesMax >= 1))
+      throw new Error('DispatchWorker options must all be >= 1');
   }
 
   async process(workId: string, options: ProcessOptions = {}): Promise<ProcessResult> {
@@ -92,7 +109,13 @@ export class DispatchWorker {
     throw new Error(`work ${workId} did not end within stepsMax=${this.deps.options.stepsMax} steps`);
   }
 
-  private async act(workId: string, view: WorkUnitView, plan: Exclude<NextStep, { kind: 'idle' }>, jitter: number, options: ProcessOptions): Promise<StepResult> {
+  private async act(
+    workId: string,
+    view: WorkUnitView,
+    plan: Exclude<NextStep, { kind: 'idle' }>,
+    jitter: number,
+    options: ProcessOptions,
+  ): Promise<StepResult> {
     switch (plan.kind) {
       case 'settle_orphan':
         // Found on redelivery: the worker that started it is gone. It may have been billed, so it counts.
@@ -100,10 +123,18 @@ export class DispatchWorker {
       case 'settle_hold': {
         const attempt = view.state.attempts[plan.ordinal];
         if (!attempt) throw new Error(`work ${workId}: hold step for missing attempt ${plan.ordinal}`);
-        await this.deps.budget.settle({ command_id: budgetCommandIds(workId, plan.ordinal).settle, hold_id: plan.hold_id, outcome: settleOutcomeOf(attempt, plan) });
+        await this.deps.budget.settle({
+          command_id: budgetCommandIds(workId, plan.ordinal).settle,
+          hold_id: plan.hold_id,
+          outcome: settleOutcomeOf(attempt, plan),
+        });
         // The hold was the last thing outside this unit; if the unit can end now, it ends in the same commit.
         const settled = this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
-        return continueAfter(await this.deps.repository.applyChain(workId, view, settled, (state) => (options.signal?.aborted ? undefined : this.conclusionFor(state))));
+        return continueAfter(
+          await this.deps.repository.applyChain(workId, view, settled, (state) =>
+            options.signal?.aborted ? undefined : this.conclusionFor(state),
+          ),
+        );
       }
       case 'complete':
       case 'abort':
@@ -114,36 +145,92 @@ export class DispatchWorker {
     }
   }
 
-  private async dispatchAttempt(workId: string, view: WorkUnitView, plan: DispatchStep, jitter: number, options: ProcessOptions): Promise<StepResult> {
+  private async dispatchAttempt(
+    workId: string,
+    view: WorkUnitView,
+    plan: DispatchStep,
+    jitter: number,
+    options: ProcessOptions,
+  ): Promise<StepResult> {
     const work = requireWork(view.state);
     const { provider, model } = plan.leg;
     const price = this.deps.prices.priceOf(provider, model);
     if (!price) {
       const error = `model ${model} of provider ${provider} has no price: refused, never dispatched without a hold`;
-      return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error }));
+      return continueAfter(
+        await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error }),
+      );
     }
     const token = credentialFor(work.token_fingerprint, options.credential);
     if (token === undefined && this.deps.budget.credentialRequired !== false) {
-      const error = 'the capability token did not reach the worker with this unit (the ledger keeps only its fingerprint): refused, never dispatched without admission; submit the work again under a new work id';
-      return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'credential_unavailable', error }));
+      const error =
+        'the capability token did not reach the worker with this unit (the ledger keeps only its fingerprint): refused, never dispatched without admission; submit the work again under a new work id';
+      return continueAfter(
+        await this.apply(workId, view, {
+          type: 'RefuseAttempt',
+          ordinal: plan.ordinal,
+          code: 'credential_unavailable',
+          error,
+        }),
+      );
     }
     if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
     const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens);
     const ids = budgetCommandIds(workId, plan.ordinal);
-    const context = { kind: 'work_unit', work_id: workId, session_id: work.session_id, purpose: work.purpose, ordinal: plan.ordinal } as const;
-    const admission = await this.deps.budget.admit({ command_id: ids.admit, request_id: ids.request_id, token: token ?? '', server_id: provider, tool_name: model, requested_cost_units: cost, context });
+    const context = {
+      kind: 'work_unit',
+      work_id: workId,
+      session_id: work.session_id,
+      purpose: work.purpose,
+      ordinal: plan.ordinal,
+    } as const;
+    const admission = await this.deps.budget.admit({
+      command_id: ids.admit,
+      request_id: ids.request_id,
+      token: token ?? '',
+      server_id: provider,
+      tool_name: model,
+      requested_cost_units: cost,
+      context,
+    });
     if (admission.verdict !== 'allow' || !admission.hold_id) {
-      const why = admission.verdict === 'allow' ? 'allowed without a hold id, which cannot be settled' : (admission.reason ?? 'no reason given');
-      return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'admission_denied', error: `admission denied by the budget authority: ${why}` }));
+      const why =
+        admission.verdict === 'allow'
+          ? 'allowed without a hold id, which cannot be settled'
+          : (admission.reason ?? 'no reason given');
+      return continueAfter(
+        await this.apply(workId, view, {
+          type: 'RefuseAttempt',
+          ordinal: plan.ordinal,
+          code: 'admission_denied',
+          error: `admission denied by the budget authority: ${why}`,
+        }),
+      );
     }
-    const started = await this.apply(workId, view, { type: 'StartAttempt', ordinal: plan.ordinal, jitter, hold_id: admission.hold_id, hold_cost_units: cost, price });
+    const started = await this.apply(workId, view, {
+      type: 'StartAttempt',
+      ordinal: plan.ordinal,
+      jitter,
+      hold_id: admission.hold_id,
+      hold_cost_units: cost,
+      price,
+    });
     if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id);
     const outcome = await this.callProvider(workId, started.view, plan, options);
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
     // First on the view we started from; only if someone wrote meanwhile (an abort), reload and retry.
-    const first = await this.deps.repository.applyChain(workId, started.view, settle, (state) => this.localFollowUp(state, options));
-    const recorded = first.kind === 'conflict' ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax) : first;
-    if (recorded.kind === 'rejected') return { kind: 'superseded', reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}` };
+    const first = await this.deps.repository.applyChain(workId, started.view, settle, (state) =>
+      this.localFollowUp(state, options),
+    );
+    const recorded =
+      first.kind === 'conflict'
+        ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax)
+        : first;
+    if (recorded.kind === 'rejected')
+      return {
+        kind: 'superseded',
+        reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}`,
+      };
     return { kind: 'continue', view: recorded.view };
   }
 
@@ -154,25 +241,47 @@ export class DispatchWorker {
    */
   private async afterLostStart(workId: string, ordinal: number, holdId: string): Promise<StepResult> {
     const fresh = await this.deps.repository.load(workId);
-    if (fresh.state.attempts.length > ordinal) return { kind: 'superseded', reason: `attempt ${ordinal} was started by another worker` };
+    if (fresh.state.attempts.length > ordinal)
+      return { kind: 'superseded', reason: `attempt ${ordinal} was started by another worker` };
     const plan = planNext(fresh.state, 0);
     if (plan.kind !== 'dispatch' || plan.ordinal !== ordinal) {
-      await this.deps.budget.settle({ command_id: budgetCommandIds(workId, ordinal).settle, hold_id: holdId, outcome: { kind: 'not_dispatched', reason: 'the work unit moved on before this attempt was started' } });
+      await this.deps.budget.settle({
+        command_id: budgetCommandIds(workId, ordinal).settle,
+        hold_id: holdId,
+        outcome: { kind: 'not_dispatched', reason: 'the work unit moved on before this attempt was started' },
+      });
     }
     return CONTINUE;
   }
 
-  private async callProvider(workId: string, view: WorkUnitView, plan: DispatchStep, options: ProcessOptions): Promise<AttemptOutcome> {
+  private async callProvider(
+    workId: string,
+    view: WorkUnitView,
+    plan: DispatchStep,
+    options: ProcessOptions,
+  ): Promise<AttemptOutcome> {
     const work = requireWork(view.state);
     const abort = new AbortController();
     const stopWatching = new AbortController();
     const onCallerAbort = () => abort.abort();
     options.signal?.addEventListener('abort', onCallerAbort, { once: true });
     if (options.signal?.aborted) abort.abort();
-    const watching = this.watchForAbort(workId, view.lastSequence, stopWatching.signal, () => abort.abort(), options.onProgress);
+    const watching = this.watchForAbort(
+      workId,
+      view.lastSequence,
+      stopWatching.signal,
+      () => abort.abort(),
+      options.onProgress,
+    );
     const startedMs = this.deps.clock.nowMs();
     try {
-      const request = { provider: plan.leg.provider, model: plan.leg.model, messages: work.messages.map((m) => ({ role: m.role, content: m.content })), max_tokens: work.limits.max_tokens, timeout_ms: work.limits.timeout_ms };
+      const request = {
+        provider: plan.leg.provider,
+        model: plan.leg.model,
+        messages: work.messages.map((m) => ({ role: m.role, content: m.content })),
+        max_tokens: work.limits.max_tokens,
+        timeout_ms: work.limits.timeout_ms,
+      };
       return attemptOutcomeOf(await this.deps.gateway.dispatch(request, abort.signal, options.onProgress));
     } catch (error) {
       return outcomeOfGatewayFault(error, this.deps.clock.nowMs() - startedMs);
@@ -185,7 +294,13 @@ export class DispatchWorker {
   }
 
   /** Polls the unit's subject while a call runs; an AbortRequested there aborts the call. */
-  private async watchForAbort(workId: string, afterSequence: number, stop: AbortSignal, onAbort: () => void, onProgress: (() => void) | undefined): Promise<void> {
+  private async watchForAbort(
+    workId: string,
+    afterSequence: number,
+    stop: AbortSignal,
+    onAbort: () => void,
+    onProgress: (() => void) | undefined,
+  ): Promise<void> {
     while (!stop.aborted) {
       await this.deps.sleep(this.deps.options.abortPollMs, stop);
       if (stop.aborted) return;
@@ -201,7 +316,12 @@ export class DispatchWorker {
   }
 
   /** Waits out the planned backoff. Returns true when the unit changed meanwhile and must be re-planned. */
-  private async waitBackoff(workId: string, view: WorkUnitView, plan: DispatchStep, options: ProcessOptions): Promise<boolean> {
+  private async waitBackoff(
+    workId: string,
+    view: WorkUnitView,
+    plan: DispatchStep,
+    options: ProcessOptions,
+  ): Promise<boolean> {
     if (plan.backoff_ms <= 0 || plan.wait_from === undefined) return false;
     const until = Date.parse(plan.wait_from) + plan.backoff_ms;
     const pollMs = this.deps.options.abortPollMs;
@@ -225,22 +345,33 @@ export class DispatchWorker {
   private localFollowUp(state: WorkUnitState, options: ProcessOptions): WorkCommand | undefined {
     if (!this.deps.budget.settlesLocally) return undefined;
     const plan = planNext(state, 0);
-    if (plan.kind === 'settle_hold') return this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
+    if (plan.kind === 'settle_hold')
+      return this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
     return options.signal?.aborted ? undefined : this.conclusionFor(state);
   }
 
   /** ConcludeWork when the plan on `state` is to end the unit, else nothing. */
   private conclusionFor(state: WorkUnitState): WorkCommand | undefined {
     const kind = planNext(state, 0).kind;
-    return kind === 'complete' || kind === 'abort' || kind === 'fail' ? this.command({ type: 'ConcludeWork' }) : undefined;
+    return kind === 'complete' || kind === 'abort' || kind === 'fail'
+      ? this.command({ type: 'ConcludeWork' })
+      : undefined;
   }
 
   private command(partial: DistributiveOmit<WorkCommand, 'command_id' | 'at'>): WorkCommand {
-    return { ...partial, command_id: this.deps.newId(), at: new Date(this.deps.clock.nowMs()).toISOString() } as WorkCommand;
+    return {
+      ...partial,
+      command_id: this.deps.newId(),
+      at: new Date(this.deps.clock.nowMs()).toISOString(),
+    } as WorkCommand;
   }
 
   /** Appends one decided step; a conflict or a rejection just means the loop reloads and re-plans. */
-  private apply(workId: string, view: WorkUnitView, partial: DistributiveOmit<WorkCommand, 'command_id' | 'at'>): Promise<AppendOutcome> {
+  private apply(
+    workId: string,
+    view: WorkUnitView,
+    partial: DistributiveOmit<WorkCommand, 'command_id' | 'at'>,
+  ): Promise<AppendOutcome> {
     return this.deps.repository.apply(workId, view, this.command(partial));
   }
 }
@@ -253,8 +384,26 @@ function requireWork(state: WorkUnitState): NonNullable<WorkUnitState['work']> {
 }
 
 function resultOf(workId: string, state: WorkUnitState): ProcessResult {
-  if (state.status === 'completed') return { kind: 'ended', work_id: workId, status: 'completed', ...(state.completion ? { output: state.completion.output } : {}) };
-  if (state.status === 'failed') return { kind: 'ended', work_id: workId, status: 'failed', ...(state.failure ? { error: state.failure.error } : {}) };
-  if (state.status === 'aborted') return { kind: 'ended', work_id: workId, status: 'aborted', ...(state.aborted ? { error: state.aborted.reason } : {}) };
+  if (state.status === 'completed')
+    return {
+      kind: 'ended',
+      work_id: workId,
+      status: 'completed',
+      ...(state.completion ? { output: state.completion.output } : {}),
+    };
+  if (state.status === 'failed')
+    return {
+      kind: 'ended',
+      work_id: workId,
+      status: 'failed',
+      ...(state.failure ? { error: state.failure.error } : {}),
+    };
+  if (state.status === 'aborted')
+    return {
+      kind: 'ended',
+      work_id: workId,
+      status: 'aborted',
+      ...(state.aborted ? { error: state.aborted.reason } : {}),
+    };
   return { kind: 'not_found', work_id: workId };
 }

@@ -2,10 +2,28 @@
 // envelope registry the JetStream event store decodes with. The DTOs mirror the domain
 // event types field by field; unknown fields are refused by the registry.
 import { EventRegistry } from '@tally/contracts';
-import { ATTEMPT_REASONS, FAILURE_CODES, FAILURE_DOMAINS, HOLD_OUTCOMES, PURPOSES, SETTLEMENTS } from '@tally/orchestrator-domain';
+import {
+  ATTEMPT_REASONS,
+  FAILURE_CODES,
+  FAILURE_DOMAINS,
+  HOLD_OUTCOMES,
+  PURPOSES,
+  SETTLEMENTS,
+} from '@tally/orchestrator-domain';
 import { Type } from 'class-transformer';
 import { tokenFingerprint } from './credential.js';
-import { IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
+import {
+  IsArray,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 
 const DECIMAL = /^(0|[1-9][0-9]{0,30})$/;
 

@@ -2,7 +2,16 @@
 // sequence it loaded: the event is the commit point, and a conflict means "reload".
 import type { EventMessage } from '@tally/contracts';
 import { ConcurrencyConflict, type EventStore, type StoredEvent } from '@tally/eventing';
-import { decide, foldWorkEvents, initialState, type DecidedEvent, type Rejection, type WorkCommand, type WorkEvent, type WorkUnitState } from '@tally/orchestrator-domain';
+import {
+  decide,
+  foldWorkEvents,
+  initialState,
+  type DecidedEvent,
+  type Rejection,
+  type WorkCommand,
+  type WorkEvent,
+  type WorkUnitState,
+} from '@tally/orchestrator-domain';
 
 export interface WorkUnitView {
   readonly state: WorkUnitState;
@@ -68,17 +77,28 @@ export class WorkUnitRepository {
    * cost one round trip. A rejected follow-up is left out; the first command's rejection is
    * the answer.
    */
-  async applyChain(workId: string, view: WorkUnitView, command: WorkCommand, next: (state: WorkUnitState) => WorkCommand | undefined): Promise<AppendOutcome> {
+  async applyChain(
+    workId: string,
+    view: WorkUnitView,
+    command: WorkCommand,
+    next: (state: WorkUnitState) => WorkCommand | undefined,
+  ): Promise<AppendOutcome> {
     const decision = decide(command, view.state);
     if (!decision.ok) return { kind: 'rejected', rejection: decision.rejection };
     const decided = [...decision.events];
-    let state = foldWorkEvents(decision.events.map((d) => d.event), view.state);
+    let state = foldWorkEvents(
+      decision.events.map((d) => d.event),
+      view.state,
+    );
     for (let followUps = 0; followUps < FOLLOW_UPS_MAX; followUps++) {
       const followUp = next(state);
       const more = followUp ? decide(followUp, state) : undefined;
       if (!more?.ok || more.events.length === 0) break;
       decided.push(...more.events);
-      state = foldWorkEvents(more.events.map((d) => d.event), state);
+      state = foldWorkEvents(
+        more.events.map((d) => d.event),
+        state,
+      );
     }
     return this.append(workId, view, decided);
   }
@@ -91,7 +111,14 @@ export class WorkUnitRepository {
       // assumed-empty unit): what is stored may differ from what was decided, so decide again on it.
       if (result.duplicates.some(Boolean)) return { kind: 'conflict' };
       const appended = decided.map((d) => d.event);
-      return { kind: 'appended', view: { state: foldWorkEvents(appended, view.state), events: [...view.events, ...appended], lastSequence: result.lastSequence } };
+      return {
+        kind: 'appended',
+        view: {
+          state: foldWorkEvents(appended, view.state),
+          events: [...view.events, ...appended],
+          lastSequence: result.lastSequence,
+        },
+      };
     } catch (error) {
       if (error instanceof ConcurrencyConflict) return { kind: 'conflict' };
       throw error;
@@ -104,7 +131,12 @@ export class WorkUnitRepository {
    * is conditioned on the subject being empty, so a unit that exists only costs a conflict
    * and the usual reload (a submission saves a read this way).
    */
-  async execute(workId: string, command: WorkCommand, attemptsMax: number, expectNew = false): Promise<Exclude<AppendOutcome, { kind: 'conflict' }>> {
+  async execute(
+    workId: string,
+    command: WorkCommand,
+    attemptsMax: number,
+    expectNew = false,
+  ): Promise<Exclude<AppendOutcome, { kind: 'conflict' }>> {
     for (let attempt = 1; attempt <= attemptsMax; attempt++) {
       const view = expectNew && attempt === 1 ? EMPTY_VIEW : await this.load(workId);
       const outcome = await this.apply(workId, view, command);

@@ -17,14 +17,17 @@ import type { Clock } from './ports.js';
 import type { WorkUnitRepository } from './work-unit.repository.js';
 
 /** As submitted: with the token, which is fingerprinted here and never passed to the domain. */
-export type SubmitWorkInput = Omit<SubmitWork, 'type' | 'command_id' | 'at' | 'token_fingerprint'> & { readonly token: string };
+export type SubmitWorkInput = Omit<SubmitWork, 'type' | 'command_id' | 'at' | 'token_fingerprint'> & {
+  readonly token: string;
+};
 
 /**
  * `sequence` is the stream sequence the unit stands at after the command: the last event it
  * appended, or the unit's last event when the command changed nothing (a re-sent submission).
  * A reader waits for its projection to reach it to read its own write.
  */
-export type CommandResult = { readonly ok: true; readonly sequence: number } | { readonly ok: false; readonly rejection: Rejection };
+export type CommandResult =
+  { readonly ok: true; readonly sequence: number } | { readonly ok: false; readonly rejection: Rejection };
 
 export interface WorkStatusView {
   readonly work_id: string;
@@ -47,22 +50,41 @@ export class WorkUnits {
    */
   async submit(input: SubmitWorkInput): Promise<CommandResult> {
     const { token, ...work } = input;
-    const command: SubmitWork = { ...work, token_fingerprint: token.length > 0 ? tokenFingerprint(token) : '', type: 'SubmitWork', command_id: `${input.work_id}:submit`, at: this.now() };
+    const command: SubmitWork = {
+      ...work,
+      token_fingerprint: token.length > 0 ? tokenFingerprint(token) : '',
+      type: 'SubmitWork',
+      command_id: `${input.work_id}:submit`,
+      at: this.now(),
+    };
     const outcome = await this.repository.execute(input.work_id, command, this.conflictRetriesMax, true);
-    return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true, sequence: outcome.view.lastSequence };
+    return outcome.kind === 'rejected'
+      ? { ok: false, rejection: outcome.rejection }
+      : { ok: true, sequence: outcome.view.lastSequence };
   }
 
   /** Records the abort; the worker that owns the unit sees it and cancels the call in flight. */
   async requestAbort(workId: string, reason: string, commandId: string): Promise<CommandResult> {
-    const outcome = await this.repository.execute(workId, { type: 'RequestAbort', command_id: commandId, at: this.now(), reason }, this.conflictRetriesMax);
-    return outcome.kind === 'rejected' ? { ok: false, rejection: outcome.rejection } : { ok: true, sequence: outcome.view.lastSequence };
+    const outcome = await this.repository.execute(
+      workId,
+      { type: 'RequestAbort', command_id: commandId, at: this.now(), reason },
+      this.conflictRetriesMax,
+    );
+    return outcome.kind === 'rejected'
+      ? { ok: false, rejection: outcome.rejection }
+      : { ok: true, sequence: outcome.view.lastSequence };
   }
 
   async status(workId: string): Promise<WorkStatusView | undefined> {
     const { state } = await this.repository.load(workId);
     if (!state.work || state.status === 'absent') return undefined;
     const error = state.failure?.error ?? state.aborted?.reason;
-    return { work_id: workId, status: state.status, ...(error === undefined ? {} : { error }), ...(state.completion ? { output: state.completion.output } : {}) };
+    return {
+      work_id: workId,
+      status: state.status,
+      ...(error === undefined ? {} : { error }),
+      ...(state.completion ? { output: state.completion.output } : {}),
+    };
   }
 
   async receipt(workId: string): Promise<WorkReceipt | undefined> {

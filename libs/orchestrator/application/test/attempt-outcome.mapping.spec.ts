@@ -27,7 +27,9 @@ const settleOf = (a: AttemptState) => {
 
 describe('attempt outcome mapping', () => {
   it('a reply is recorded as domain unknown, settlement ok, with the provider usage', () => {
-    expect(attemptOutcomeOf({ kind: 'ok', output: 'hi', usage: { input_tokens: 1, output_tokens: 2 }, latency_ms: 12.6 })).toEqual({
+    expect(
+      attemptOutcomeOf({ kind: 'ok', output: 'hi', usage: { input_tokens: 1, output_tokens: 2 }, latency_ms: 12.6 }),
+    ).toEqual({
       domain: 'unknown',
       settlement: 'ok',
       latency_ms: 13,
@@ -37,24 +39,68 @@ describe('attempt outcome mapping', () => {
   });
 
   it('O5 the HTTP status travels with the outcome so auth (401/403) is told apart from rate limits', () => {
-    const auth = attemptOutcomeOf({ kind: 'error', domain: 'account', settlement: 'failed', error: 'HTTP 401: bad key', http_status: 401, latency_ms: 1 });
+    const auth = attemptOutcomeOf({
+      kind: 'error',
+      domain: 'account',
+      settlement: 'failed',
+      error: 'HTTP 401: bad key',
+      http_status: 401,
+      latency_ms: 1,
+    });
     expect(auth.http_status).toBe(401);
-    const network = attemptOutcomeOf({ kind: 'error', domain: 'network', settlement: 'unknown', error: 'HTTP 401 mentioned in a reset message', latency_ms: 1 });
+    const network = attemptOutcomeOf({
+      kind: 'error',
+      domain: 'network',
+      settlement: 'unknown',
+      error: 'HTTP 401 mentioned in a reset message',
+      latency_ms: 1,
+    });
     expect(network.http_status).toBeUndefined();
-    const limited = attemptOutcomeOf({ kind: 'error', domain: 'account', settlement: 'failed', error: 'HTTP 429', http_status: 429, retry_after_ms: 500, latency_ms: 1 });
+    const limited = attemptOutcomeOf({
+      kind: 'error',
+      domain: 'account',
+      settlement: 'failed',
+      error: 'HTTP 429',
+      http_status: 429,
+      retry_after_ms: 500,
+      latency_ms: 1,
+    });
     expect(limited).toMatchObject({ http_status: 429, retry_after_ms: 500 });
   });
 
   it('a gateway that throws is recorded unknown: the call may have been sent', () => {
-    expect(outcomeOfGatewayFault(new Error('bug'), 5)).toMatchObject({ domain: 'unknown', settlement: 'unknown', error: 'gateway fault: bug' });
+    expect(outcomeOfGatewayFault(new Error('bug'), 5)).toMatchObject({
+      domain: 'unknown',
+      settlement: 'unknown',
+      error: 'gateway fault: bug',
+    });
   });
 
   it('O7 holds settle at the realized cost on usage, release on a definite refusal, and are kept whole otherwise', () => {
-    expect(settleOf(attempt({ domain: 'unknown', settlement: 'ok', latency_ms: 1, usage: { input_tokens: 5, output_tokens: 3 } }))).toEqual({ kind: 'completed', cost_units: 11n, currency: 'EUR' });
-    expect(settleOf(attempt({ domain: 'account', settlement: 'failed', latency_ms: 1, error: 'HTTP 429' }))).toEqual({ kind: 'not_dispatched', reason: 'HTTP 429' });
-    expect(settleOf(attempt({ domain: 'unknown', settlement: 'cancelled', latency_ms: 1 }))).toEqual({ kind: 'failed_after_dispatch', failure: 'cancellation' });
-    expect(settleOf(attempt({ domain: 'deadline', settlement: 'unknown', latency_ms: 1 }))).toEqual({ kind: 'failed_after_dispatch', failure: 'deadline' });
-    expect(settleOf(attempt({ domain: 'network', settlement: 'unknown', latency_ms: 1 }))).toEqual({ kind: 'failed_after_dispatch', failure: 'incomplete' });
-    expect(settleOf(attempt({ domain: 'unknown', settlement: 'unknown', latency_ms: 1, orphaned: true }))).toEqual({ kind: 'failed_after_dispatch', failure: 'incomplete' });
+    expect(
+      settleOf(
+        attempt({ domain: 'unknown', settlement: 'ok', latency_ms: 1, usage: { input_tokens: 5, output_tokens: 3 } }),
+      ),
+    ).toEqual({ kind: 'completed', cost_units: 11n, currency: 'EUR' });
+    expect(settleOf(attempt({ domain: 'account', settlement: 'failed', latency_ms: 1, error: 'HTTP 429' }))).toEqual({
+      kind: 'not_dispatched',
+      reason: 'HTTP 429',
+    });
+    expect(settleOf(attempt({ domain: 'unknown', settlement: 'cancelled', latency_ms: 1 }))).toEqual({
+      kind: 'failed_after_dispatch',
+      failure: 'cancellation',
+    });
+    expect(settleOf(attempt({ domain: 'deadline', settlement: 'unknown', latency_ms: 1 }))).toEqual({
+      kind: 'failed_after_dispatch',
+      failure: 'deadline',
+    });
+    expect(settleOf(attempt({ domain: 'network', settlement: 'unknown', latency_ms: 1 }))).toEqual({
+      kind: 'failed_after_dispatch',
+      failure: 'incomplete',
+    });
+    expect(settleOf(attempt({ domain: 'unknown', settlement: 'unknown', latency_ms: 1, orphaned: true }))).toEqual({
+      kind: 'failed_after_dispatch',
+      failure: 'incomplete',
+    });
   });
 });

@@ -4,7 +4,13 @@
 // version-1 event that did record a token reads back as its fingerprint, and an unmetered
 // port, which asks nobody, runs without the token.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { tokenFingerprint, upcastSubmittedV1, workEventRegistry, type AdmitDecision, type BudgetPort } from '@tally/orchestrator-application';
+import {
+  tokenFingerprint,
+  upcastSubmittedV1,
+  workEventRegistry,
+  type AdmitDecision,
+  type BudgetPort,
+} from '@tally/orchestrator-application';
 import { createHash } from 'node:crypto';
 import { TOKEN, workFixture, type WorkFixture } from './work.fixture.js';
 
@@ -22,7 +28,9 @@ describe('capability tokens stay out of the ledger', () => {
     const expected = createHash('sha256').update(TOKEN).digest('base64url');
     expect(tokenFingerprint(TOKEN)).toBe(expected);
     expect((await f.repository.load('c1')).state.work?.token_fingerprint).toBe(expected);
-    const raw = await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: f.names.workEventSubject('c1') });
+    const raw = await f.jsm.streams.getMessage(f.names.workEventsStream, {
+      last_by_subj: f.names.workEventSubject('c1'),
+    });
     const text = new TextDecoder().decode(raw!.data);
     expect(text).toContain(expected);
     expect(text).not.toContain(TOKEN);
@@ -55,16 +63,30 @@ describe('capability tokens stay out of the ledger', () => {
   it('an unmetered port (credentialRequired false) runs a unit whose token did not arrive', async () => {
     const unmetered: BudgetPort = {
       credentialRequired: false,
-      admit: async (request): Promise<AdmitDecision> => ({ verdict: 'allow', hold_id: `unmetered:${request.request_id}` }),
+      admit: async (request): Promise<AdmitDecision> => ({
+        verdict: 'allow',
+        hold_id: `unmetered:${request.request_id}`,
+      }),
       settle: async () => ({}),
     };
     await f.submit('c5');
-    expect(await f.worker({ budget: unmetered }).process('c5', { credential: undefined })).toMatchObject({ kind: 'ended', status: 'completed' });
+    expect(await f.worker({ budget: unmetered }).process('c5', { credential: undefined })).toMatchObject({
+      kind: 'ended',
+      status: 'completed',
+    });
     expect(f.provider.calls()).toBe(1);
   });
 
   it('a version-1 WorkSubmitted that recorded the token is read as its fingerprint only', () => {
-    const v1 = { work_id: 'old', session_id: 's', purpose: 'execute', token: TOKEN, route: [{ provider: 'p', model: 'm' }], messages: [{ role: 'user', content: 'hi' }], at: '2026-01-01T00:00:00.000Z' };
+    const v1 = {
+      work_id: 'old',
+      session_id: 's',
+      purpose: 'execute',
+      token: TOKEN,
+      route: [{ provider: 'p', model: 'm' }],
+      messages: [{ role: 'user', content: 'hi' }],
+      at: '2026-01-01T00:00:00.000Z',
+    };
     const upcast = upcastSubmittedV1(v1);
     expect(upcast).not.toHaveProperty('token');
     expect(upcast['token_fingerprint']).toBe(tokenFingerprint(TOKEN));

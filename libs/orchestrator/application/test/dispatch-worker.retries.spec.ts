@@ -6,8 +6,10 @@ import { budgetCommandIds } from '@tally/orchestrator-application';
 import type { AttemptSettled, AttemptStarted, WorkEvent } from '@tally/orchestrator-domain';
 import { PRICES, workFixture, type WorkFixture } from './work.fixture.js';
 
-const started = (events: readonly WorkEvent[]) => events.filter((e): e is AttemptStarted => e.type === 'AttemptStarted');
-const settled = (events: readonly WorkEvent[]) => events.filter((e): e is AttemptSettled => e.type === 'AttemptSettled');
+const started = (events: readonly WorkEvent[]) =>
+  events.filter((e): e is AttemptStarted => e.type === 'AttemptStarted');
+const settled = (events: readonly WorkEvent[]) =>
+  events.filter((e): e is AttemptSettled => e.type === 'AttemptSettled');
 const gapMs = (from: string, to: string) => Date.parse(to) - Date.parse(from);
 
 describe('dispatch worker retries and scale-out', () => {
@@ -20,8 +22,15 @@ describe('dispatch worker retries and scale-out', () => {
   });
 
   it('O5 retries back off exponentially with jitter inside the bound, and wait at least that long', async () => {
-    f.provider.script('flaky-model', [{ kind: 'status', status: 503 }, { kind: 'status', status: 503 }, { kind: 'stream', chunks: ['ok'] }]);
-    await f.submit('o5a', { route: [{ provider: 'scripted', model: 'flaky-model' }], limits: { max_retries: 2, retry_base_backoff_ms: 200, max_backoff_ms: 1_000 } });
+    f.provider.script('flaky-model', [
+      { kind: 'status', status: 503 },
+      { kind: 'status', status: 503 },
+      { kind: 'stream', chunks: ['ok'] },
+    ]);
+    await f.submit('o5a', {
+      route: [{ provider: 'scripted', model: 'flaky-model' }],
+      limits: { max_retries: 2, retry_base_backoff_ms: 200, max_backoff_ms: 1_000 },
+    });
     await f.worker({ jitter: () => 0.5 }).process('o5a');
     const { events } = await f.repository.load('o5a');
     const [, first, second] = started(events);
@@ -35,7 +44,10 @@ describe('dispatch worker retries and scale-out', () => {
   });
 
   it('O5 a retry honours the provider retry-after', async () => {
-    f.provider.script('limited-model', [{ kind: 'status', status: 429, retryAfter: '1' }, { kind: 'stream', chunks: ['ok'] }]);
+    f.provider.script('limited-model', [
+      { kind: 'status', status: 429, retryAfter: '1' },
+      { kind: 'stream', chunks: ['ok'] },
+    ]);
     await f.submit('o5b', { route: [{ provider: 'scripted', model: 'limited-model' }] });
     const result = await f.worker().process('o5b');
     expect(result).toMatchObject({ status: 'completed' });
@@ -47,7 +59,12 @@ describe('dispatch worker retries and scale-out', () => {
 
   it('O5 fallback legs of the route ladder are attempts with reason route_fallback', async () => {
     f.provider.always('bad-model', { kind: 'status', status: 400 });
-    await f.submit('o5c', { route: [{ provider: 'scripted', model: 'bad-model' }, { provider: 'scripted', model: 'ok-model' }] });
+    await f.submit('o5c', {
+      route: [
+        { provider: 'scripted', model: 'bad-model' },
+        { provider: 'scripted', model: 'ok-model' },
+      ],
+    });
     const result = await f.worker().process('o5c');
     expect(result).toMatchObject({ status: 'completed' });
     const receipt = await f.units.receipt('o5c');
@@ -61,7 +78,10 @@ describe('dispatch worker retries and scale-out', () => {
 
   it('O6 workers racing the same unit never run one ordinal twice nor pass the ceiling', async () => {
     f.provider.always('limited-model', { kind: 'status', status: 503, latencyMs: 20 });
-    await f.submit('o6a', { route: [{ provider: 'scripted', model: 'limited-model' }], limits: { max_retries: 10, dispatch_ceiling: 3 } });
+    await f.submit('o6a', {
+      route: [{ provider: 'scripted', model: 'limited-model' }],
+      limits: { max_retries: 10, dispatch_ceiling: 3 },
+    });
     const others = await Promise.all([f.reopen(), f.reopen(), f.reopen()]);
     try {
       const workers = [f.worker(), ...others.map((o) => f.worker({ repository: o.repository }))];
@@ -83,22 +103,54 @@ describe('dispatch worker retries and scale-out', () => {
     await f.submit('o6b', { limits: { dispatch_ceiling: 1 } });
     // What a worker killed right after starting attempt 0 leaves behind: an admitted hold and an open attempt.
     const ids = budgetCommandIds('o6b', 0);
-    const admission = await f.budget.admit({ command_id: ids.admit, request_id: ids.request_id, token: 't', server_id: 'scripted', tool_name: 'ok-model', requested_cost_units: 10n, context: { kind: 'work_unit', work_id: 'o6b', session_id: 's', purpose: 'execute', ordinal: 0 } });
-    await f.repository.execute('o6b', { type: 'StartAttempt', command_id: 'killed-worker', at: new Date().toISOString(), ordinal: 0, jitter: 0, hold_id: admission.hold_id ?? '', hold_cost_units: 10n, price: PRICES['ok-model'] }, 3);
+    const admission = await f.budget.admit({
+      command_id: ids.admit,
+      request_id: ids.request_id,
+      token: 't',
+      server_id: 'scripted',
+      tool_name: 'ok-model',
+      requested_cost_units: 10n,
+      context: { kind: 'work_unit', work_id: 'o6b', session_id: 's', purpose: 'execute', ordinal: 0 },
+    });
+    await f.repository.execute(
+      'o6b',
+      {
+        type: 'StartAttempt',
+        command_id: 'killed-worker',
+        at: new Date().toISOString(),
+        ordinal: 0,
+        jitter: 0,
+        hold_id: admission.hold_id ?? '',
+        hold_cost_units: 10n,
+        price: PRICES['ok-model'],
+      },
+      3,
+    );
 
     const result = await f.worker().process('o6b');
     expect(result).toMatchObject({ kind: 'ended', status: 'failed' });
     expect(result.kind === 'ended' && result.error).toContain('dispatch ceiling of 1');
     const { events } = await f.repository.load('o6b');
-    expect(events.map((e) => e.type)).toEqual(['WorkSubmitted', 'AttemptStarted', 'AttemptSettledUnknown', 'HoldSettled', 'WorkFailed']);
+    expect(events.map((e) => e.type)).toEqual([
+      'WorkSubmitted',
+      'AttemptStarted',
+      'AttemptSettledUnknown',
+      'HoldSettled',
+      'WorkFailed',
+    ]);
     expect((await f.units.receipt('o6b'))?.attempts[0]).toMatchObject({ domain: 'unknown', settlement: 'unknown' });
     expect(f.provider.calls()).toBe(0);
-    expect(f.budget.effectiveSettles().map((s) => s.outcome)).toEqual([{ kind: 'failed_after_dispatch', failure: 'incomplete' }]);
+    expect(f.budget.effectiveSettles().map((s) => s.outcome)).toEqual([
+      { kind: 'failed_after_dispatch', failure: 'incomplete' },
+    ]);
   });
 
   it('O6 a stalled worker whose attempt was taken over is superseded and records nothing', async () => {
     f.provider.script('slow-model', [{ kind: 'hang' }, { kind: 'stream', chunks: ['done'] }]);
-    await f.submit('o6c', { route: [{ provider: 'scripted', model: 'slow-model' }], limits: { timeout_ms: 1_500, dispatch_ceiling: 2 } });
+    await f.submit('o6c', {
+      route: [{ provider: 'scripted', model: 'slow-model' }],
+      limits: { timeout_ms: 1_500, dispatch_ceiling: 2 },
+    });
     const stalled = f.worker().process('o6c');
     while (f.provider.calls('slow-model') === 0) await new Promise((r) => setTimeout(r, 10));
     const other = await f.reopen();

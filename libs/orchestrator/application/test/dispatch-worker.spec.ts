@@ -32,7 +32,10 @@ describe('dispatch worker', () => {
   });
 
   it('O1 a network failure then success completes: 2 attempts, winning_attempt 1, provider usage, projection is prompt + reply', async () => {
-    f.provider.script('flaky-model', [{ kind: 'reset' }, { kind: 'stream', chunks: ['do', 'ne'], usage: { input_tokens: 5, output_tokens: 3 } }]);
+    f.provider.script('flaky-model', [
+      { kind: 'reset' },
+      { kind: 'stream', chunks: ['do', 'ne'], usage: { input_tokens: 5, output_tokens: 3 } },
+    ]);
     await f.submit('o1', { route: [{ provider: 'scripted', model: 'flaky-model' }] });
     let progress = 0;
     const result = await f.worker().process('o1', { onProgress: () => progress++ });
@@ -41,8 +44,18 @@ describe('dispatch worker', () => {
     const receipt = await f.units.receipt('o1');
     expect(receipt?.purpose).toBe('execute');
     expect(receipt?.attempts).toHaveLength(2);
-    expect(receipt?.attempts[0]).toMatchObject({ ordinal: 0, reason: 'initial', domain: 'network', settlement: 'unknown' });
-    expect(receipt?.attempts[1]).toMatchObject({ ordinal: 1, reason: 'retry', settlement: 'ok', usage: { input_tokens: 5, output_tokens: 3, cost_units: 11n } });
+    expect(receipt?.attempts[0]).toMatchObject({
+      ordinal: 0,
+      reason: 'initial',
+      domain: 'network',
+      settlement: 'unknown',
+    });
+    expect(receipt?.attempts[1]).toMatchObject({
+      ordinal: 1,
+      reason: 'retry',
+      settlement: 'ok',
+      usage: { input_tokens: 5, output_tokens: 3, cost_units: 11n },
+    });
     expect(receipt?.winning_attempt).toBe(1);
     expect(await f.units.messages(['o1'])).toEqual([
       { role: 'user', content: 'hello' },
@@ -64,9 +77,17 @@ describe('dispatch worker', () => {
     const before = (await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: subject }))!.seq;
     const reads = await countUnitReads(f);
     // A long abort poll keeps the abort watch's own reads out of the count.
-    expect(await f.worker({ options: { abortPollMs: 60_000 } }).process('lean')).toMatchObject({ kind: 'ended', status: 'completed', output: 'fine' });
+    expect(await f.worker({ options: { abortPollMs: 60_000 } }).process('lean')).toMatchObject({
+      kind: 'ended',
+      status: 'completed',
+      output: 'fine',
+    });
     expect(await reads.stop()).toBe(1);
-    expect(await commitTypesAfter(f, subject, before)).toEqual(['AttemptStarted', 'AttemptSettled', 'HoldSettled,WorkCompleted']);
+    expect(await commitTypesAfter(f, subject, before)).toEqual([
+      'AttemptStarted',
+      'AttemptSettled',
+      'HoldSettled,WorkCompleted',
+    ]);
   });
 
   it('with a budget that settles locally (unmetered), a successful dispatch is two commits after submission: the outcome, the hold settlement and the conclusion share one', async () => {
@@ -75,14 +96,24 @@ describe('dispatch worker', () => {
     const subject = f.names.workEventSubject('local');
     const before = (await f.jsm.streams.getMessage(f.names.workEventsStream, { last_by_subj: subject }))!.seq;
     const budget = Object.assign(new InMemoryBudget(), { settlesLocally: true });
-    expect(await f.worker({ budget }).process('local')).toMatchObject({ kind: 'ended', status: 'completed', output: 'fine' });
-    expect(await commitTypesAfter(f, subject, before)).toEqual(['AttemptStarted', 'AttemptSettled,HoldSettled,WorkCompleted']);
+    expect(await f.worker({ budget }).process('local')).toMatchObject({
+      kind: 'ended',
+      status: 'completed',
+      output: 'fine',
+    });
+    expect(await commitTypesAfter(f, subject, before)).toEqual([
+      'AttemptStarted',
+      'AttemptSettled,HoldSettled,WorkCompleted',
+    ]);
     expect((await f.units.receipt('local'))?.winning_attempt).toBe(0);
   });
 
   it('O2 an always-429 provider with ceiling 2 fails closed: 2 account/failed attempts, no winner, no paid call past the ceiling', async () => {
     f.provider.always('limited-model', { kind: 'status', status: 429 });
-    await f.submit('o2', { route: [{ provider: 'scripted', model: 'limited-model' }], limits: { max_retries: 1, run_retry_attempts: 0, dispatch_ceiling: 2 } });
+    await f.submit('o2', {
+      route: [{ provider: 'scripted', model: 'limited-model' }],
+      limits: { max_retries: 1, run_retry_attempts: 0, dispatch_ceiling: 2 },
+    });
     const result = await f.worker().process('o2');
 
     expect(result).toMatchObject({ kind: 'ended', status: 'failed' });
@@ -119,7 +150,9 @@ describe('dispatch worker', () => {
     f.provider.script('slow-model', [{ kind: 'stream', chunks: ['partial answer'], end: 'hang' }]);
     await f.submit('o3b', { route: [{ provider: 'scripted', model: 'slow-model' }] });
     const controller = new AbortController();
-    const result = await f.worker({ gateway: onFirstChunk(f.gateway, () => controller.abort()) }).process('o3b', { signal: controller.signal });
+    const result = await f
+      .worker({ gateway: onFirstChunk(f.gateway, () => controller.abort()) })
+      .process('o3b', { signal: controller.signal });
     expect(result).toMatchObject({ kind: 'ended', status: 'aborted' });
     expect((await f.units.messages(['o3b'])).at(-1)?.content).toContain('partial answer');
   });
@@ -127,7 +160,11 @@ describe('dispatch worker', () => {
   it('O3 an abort requested while the unit waits in the queue ends it Aborted without any call', async () => {
     await f.submit('o3c');
     expect(await f.units.requestAbort('o3c', 'changed my mind', 'abort-o3c')).toMatchObject({ ok: true });
-    expect(await f.worker().process('o3c')).toMatchObject({ kind: 'ended', status: 'aborted', error: 'changed my mind' });
+    expect(await f.worker().process('o3c')).toMatchObject({
+      kind: 'ended',
+      status: 'aborted',
+      error: 'changed my mind',
+    });
     expect(f.provider.calls()).toBe(0);
     expect(f.budget.admits).toHaveLength(0);
   });
@@ -161,7 +198,11 @@ describe('dispatch worker', () => {
   it('O7 admission names the provider as server_id and the model as tool_name, and holds the worst case', async () => {
     await f.submit('o7a', { messages: [{ role: 'user', content: 'x'.repeat(400) }], limits: { max_tokens: 1000 } });
     await f.worker().process('o7a');
-    expect(f.budget.admits[0]).toMatchObject({ server_id: 'scripted', tool_name: 'ok-model', token: 'capability-token' });
+    expect(f.budget.admits[0]).toMatchObject({
+      server_id: 'scripted',
+      tool_name: 'ok-model',
+      token: 'capability-token',
+    });
     // ceil((4 + 400) / 4) + 4 = 105 prompt tokens × 1 unit + 1000 max tokens × 2 units.
     expect(f.budget.admits[0]?.requested_cost_units).toBe(2105n);
   });

@@ -4,7 +4,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { countUnitReads, TOKEN, workFixture, type WorkFixture } from './work.fixture.js';
 
-const input = (workId: string) => ({ work_id: workId, session_id: 's', purpose: 'execute' as const, token: TOKEN, route: [{ provider: 'scripted', model: 'ok-model' }], messages: [{ role: 'user', content: 'hi' }] });
+const input = (workId: string) => ({
+  work_id: workId,
+  session_id: 's',
+  purpose: 'execute' as const,
+  token: TOKEN,
+  route: [{ provider: 'scripted', model: 'ok-model' }],
+  messages: [{ role: 'user', content: 'hi' }],
+});
 
 describe('work-unit commands return their sequence', () => {
   let f: WorkFixture;
@@ -35,7 +42,10 @@ describe('work-unit commands return their sequence', () => {
     expect(await reads.stop()).toBe(0);
 
     // Same work id, other messages: the stream drops the commit as a duplicate, and the unit is read to refuse it.
-    const changed = await f.units.submit({ ...input('fresh'), messages: [{ role: 'user', content: 'something else' }] });
+    const changed = await f.units.submit({
+      ...input('fresh'),
+      messages: [{ role: 'user', content: 'something else' }],
+    });
     expect(changed).toMatchObject({ ok: false, rejection: { code: 'already_submitted' } });
     expect((await f.repository.load('fresh')).events.map((e) => e.type)).toEqual(['WorkSubmitted']);
   });

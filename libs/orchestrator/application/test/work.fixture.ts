@@ -47,7 +47,9 @@ export class InMemoryBudget implements BudgetPort {
     this.admits.push(request);
     const known = this.answers.get(request.command_id);
     if (known) return known;
-    const answer: AdmitDecision = this.denyReason ? { verdict: 'deny', reason: this.denyReason } : { verdict: 'allow', hold_id: `hold-${randomUUID()}` };
+    const answer: AdmitDecision = this.denyReason
+      ? { verdict: 'deny', reason: this.denyReason }
+      : { verdict: 'allow', hold_id: `hold-${randomUUID()}` };
     this.answers.set(request.command_id, answer);
     return answer;
   }
@@ -74,7 +76,16 @@ export interface WorkFixture {
   gateway: ProviderRegistry;
   budget: InMemoryBudget;
   /** A worker whose deliveries carry TOKEN, as the work-queue message does, unless `credential` says otherwise. */
-  worker(overrides?: Partial<{ repository: WorkUnitRepository; gateway: ProviderGateway; prices: PriceTable; budget: BudgetPort; jitter: () => number; options: Partial<DispatchWorkerOptions> }>): Pick<DispatchWorker, 'process'>;
+  worker(
+    overrides?: Partial<{
+      repository: WorkUnitRepository;
+      gateway: ProviderGateway;
+      prices: PriceTable;
+      budget: BudgetPort;
+      jitter: () => number;
+      options: Partial<DispatchWorkerOptions>;
+    }>,
+  ): Pick<DispatchWorker, 'process'>;
   submit(workId: string, overrides?: Partial<SubmitWorkInput>): Promise<void>;
   /** A second connection and store over the same stream, as another process would have. */
   reopen(): Promise<{ repository: WorkUnitRepository; units: WorkUnits; close(): Promise<void> }>;
@@ -95,9 +106,21 @@ export const realSleep = (ms: number, signal?: AbortSignal) =>
   });
 
 async function openStore(url: string, names: TallyNames) {
-  const nc = await connectNats({ url, name: `test-${names.namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+  const nc = await connectNats({
+    url,
+    name: `test-${names.namespace}`,
+    connectTimeoutMs: 5000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: 100,
+  });
   const jsm = await jetstreamManager(nc);
-  const store = new JetStreamEventStore(jetstream(nc), jsm, { stream: names.workEventsStream, registry: workEventRegistry(), publishTimeoutMs: 5000, loadEventsMax: 10_000, loadIdleTimeoutMs: 5000 });
+  const store = new JetStreamEventStore(jetstream(nc), jsm, {
+    stream: names.workEventsStream,
+    registry: workEventRegistry(),
+    publishTimeoutMs: 5000,
+    loadEventsMax: 10_000,
+    loadIdleTimeoutMs: 5000,
+  });
   const repository = new WorkUnitRepository(store, (id) => names.workEventSubject(id));
   return { nc, jsm, repository, units: new WorkUnits(repository, realClock, 5) };
 }
@@ -110,7 +133,11 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
   const provider = await ScriptedProvider.start();
   const gateway = new ProviderRegistry(
     [{ name: 'scripted', kind: 'openai', base_url: provider.url, api_key_env: 'SCRIPTED_API_KEY', models: PRICES }],
-    { ...DEFAULT_GATEWAY_OPTIONS, breaker: { failureThreshold: 1_000, coolDownMs: 1_000, halfOpenProbesMax: 1 }, env: { SCRIPTED_API_KEY: 'test-key' } },
+    {
+      ...DEFAULT_GATEWAY_OPTIONS,
+      breaker: { failureThreshold: 1_000, coolDownMs: 1_000, halfOpenProbesMax: 1 },
+      env: { SCRIPTED_API_KEY: 'test-key' },
+    },
   );
   const budget = new InMemoryBudget();
   const fixture: WorkFixture = {
@@ -145,7 +172,13 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
         route: [{ provider: 'scripted', model: 'ok-model' }],
         messages: [{ role: 'user', content: 'hello' }],
         ...overrides,
-        limits: { retry_base_backoff_ms: 1, run_retry_base_backoff_ms: 1, max_tokens: 64, timeout_ms: 5_000, ...overrides.limits },
+        limits: {
+          retry_base_backoff_ms: 1,
+          run_retry_base_backoff_ms: 1,
+          max_tokens: 64,
+          timeout_ms: 5_000,
+          ...overrides.limits,
+        },
       });
       if (!result.ok) throw new Error(`submit refused: ${result.rejection.message}`);
     },
@@ -170,7 +203,11 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
 export async function countUnitReads(f: Pick<WorkFixture, 'nc' | 'names'>): Promise<{ stop(): Promise<number> }> {
   let reads = 0;
   const stream = f.names.workEventsStream;
-  const subs = [`$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, `$JS.API.STREAM.MSG.GET.${stream}`].map((s) => f.nc.subscribe(s, { callback: () => void reads++ }));
+  const subs = [
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+  ].map((s) => f.nc.subscribe(s, { callback: () => void reads++ }));
   await f.nc.flush();
   return {
     async stop() {
@@ -182,11 +219,16 @@ export async function countUnitReads(f: Pick<WorkFixture, 'nc' | 'names'>): Prom
 }
 
 /** The event types of each commit on `subject` after stream sequence `after`, in order. */
-export async function commitTypesAfter(f: Pick<WorkFixture, 'jsm' | 'names'>, subject: string, after: number): Promise<string[]> {
+export async function commitTypesAfter(
+  f: Pick<WorkFixture, 'jsm' | 'names'>,
+  subject: string,
+  after: number,
+): Promise<string[]> {
   const commits: string[] = [];
   for (let seq = after + 1; ; seq++) {
     const msg = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq }).catch(() => null);
     if (!msg) return commits;
-    if (msg.subject === subject) commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
+    if (msg.subject === subject)
+      commits.push(msg.header.get('Tally-Event-Types') || msg.header.get('Tally-Event-Type'));
   }
 }

@@ -3,13 +3,26 @@
 // a resumed or racing worker always lands on the same next step.
 import type { FailureCode, HoldOutcomeKind } from './work-unit.events.js';
 import { realizedCostUnits } from './pricing.js';
-import { assertInvariant, isTerminal, openAttempt, type AttemptState, type WorkStatus, type WorkUnitState } from './work-unit.state.js';
+import {
+  assertInvariant,
+  isTerminal,
+  openAttempt,
+  type AttemptState,
+  type WorkStatus,
+  type WorkUnitState,
+} from './work-unit.state.js';
 import type { AttemptReason, RouteLeg, WorkLimits } from './work-unit.types.js';
 
 export type NextStep =
   | { readonly kind: 'idle'; readonly status: WorkStatus }
   | { readonly kind: 'settle_orphan'; readonly ordinal: number }
-  | { readonly kind: 'settle_hold'; readonly ordinal: number; readonly hold_id: string; readonly outcome: HoldOutcomeKind; readonly cost_units?: bigint }
+  | {
+      readonly kind: 'settle_hold';
+      readonly ordinal: number;
+      readonly hold_id: string;
+      readonly outcome: HoldOutcomeKind;
+      readonly cost_units?: bigint;
+    }
   | { readonly kind: 'complete'; readonly winning_attempt: number; readonly output: string }
   | { readonly kind: 'abort'; readonly reason: string; readonly partial_output?: string }
   | { readonly kind: 'fail'; readonly code: FailureCode; readonly error: string }
@@ -45,11 +58,14 @@ export function planNext(state: WorkUnitState, jitter: number): NextStep {
   if (open) return { kind: 'settle_orphan', ordinal: open.ordinal };
   const last = state.attempts.at(-1);
   if (last?.settled && !last.hold) return holdStep(last);
-  if (last?.settled?.output !== undefined) return { kind: 'complete', winning_attempt: last.ordinal, output: last.settled.output };
-  if (last?.settled?.settlement === 'cancelled') return abortStep(last.settled.error ?? 'aborted mid-stream', last.settled.partial_output);
+  if (last?.settled?.output !== undefined)
+    return { kind: 'complete', winning_attempt: last.ordinal, output: last.settled.output };
+  if (last?.settled?.settlement === 'cancelled')
+    return abortStep(last.settled.error ?? 'aborted mid-stream', last.settled.partial_output);
   if (state.abort) return abortStep(state.abort.reason, undefined);
   const ceiling = state.work.limits.dispatch_ceiling;
-  if (state.attempts.length >= ceiling) return { kind: 'fail', code: 'dispatch_ceiling', error: ceilingError(ceiling, last?.settled?.error) };
+  if (state.attempts.length >= ceiling)
+    return { kind: 'fail', code: 'dispatch_ceiling', error: ceilingError(ceiling, last?.settled?.error) };
   return nextAttempt(state.work.route, state.work.limits, state.attempts, jitter);
 }
 
@@ -66,7 +82,8 @@ export function holdStep(attempt: AttemptState): NextStep {
   const settled = attempt.settled;
   assertInvariant(settled, `hold of unsettled attempt ${attempt.ordinal}`);
   const base = { kind: 'settle_hold', ordinal: attempt.ordinal, hold_id: attempt.hold_id } as const;
-  if (settled.usage) return { ...base, outcome: 'completed', cost_units: realizedCostUnits(attempt.price, settled.usage) };
+  if (settled.usage)
+    return { ...base, outcome: 'completed', cost_units: realizedCostUnits(attempt.price, settled.usage) };
   if (settled.settlement === 'failed') return { ...base, outcome: 'not_dispatched' };
   return { ...base, outcome: 'failed_after_dispatch' };
 }
@@ -87,7 +104,12 @@ export function backoffMs(retryNumber: number, baseMs: number, maxMs: number, ji
   return half + Math.floor(jitter * (exp - half + 1));
 }
 
-function nextAttempt(route: readonly RouteLeg[], limits: WorkLimits, attempts: readonly AttemptState[], jitter: number): NextStep {
+function nextAttempt(
+  route: readonly RouteLeg[],
+  limits: WorkLimits,
+  attempts: readonly AttemptState[],
+  jitter: number,
+): NextStep {
   const last = attempts.at(-1);
   if (!last) return dispatch(attempts, 0, route, 'initial', 0, 0);
   const lastSettled = last.settled;
@@ -98,7 +120,8 @@ function nextAttempt(route: readonly RouteLeg[], limits: WorkLimits, attempts: r
   const dead = new Set(attempts.filter(isDefiniteRefusal).map((a) => a.leg_index));
   const usable = (i: number) => !dead.has(i) && !(cooling && route[i]?.provider === last.provider);
   // Waiting out retry-after applies to any leg on the provider that asked for it.
-  const honour = (i: number, wait: number) => (retryAfter !== undefined && route[i]?.provider === last.provider ? Math.max(wait, retryAfter) : wait);
+  const honour = (i: number, wait: number) =>
+    retryAfter !== undefined && route[i]?.provider === last.provider ? Math.max(wait, retryAfter) : wait;
 
   const onLeg = attempts.filter((a) => a.round === last.round && a.leg_index === last.leg_index).length;
   if (usable(last.leg_index) && onLeg <= limits.max_retries) {
@@ -106,14 +129,24 @@ function nextAttempt(route: readonly RouteLeg[], limits: WorkLimits, attempts: r
     return dispatch(attempts, last.leg_index, route, 'retry', last.round, honour(last.leg_index, wait), lastSettled.at);
   }
   const fallback = firstUsable(route.length, last.leg_index + 1, usable);
-  if (fallback !== undefined) return dispatch(attempts, fallback, route, 'route_fallback', last.round, honour(fallback, 0), lastSettled.at);
+  if (fallback !== undefined)
+    return dispatch(attempts, fallback, route, 'route_fallback', last.round, honour(fallback, 0), lastSettled.at);
   const restart = firstUsable(route.length, 0, usable);
   if (last.round < limits.run_retry_attempts && restart !== undefined) {
     const wait = backoffMs(last.round + 1, limits.run_retry_base_backoff_ms, limits.max_backoff_ms, jitter);
     return dispatch(attempts, restart, route, 'endurance_retry', last.round + 1, honour(restart, wait), lastSettled.at);
   }
-  if (dead.size === route.length) return { kind: 'fail', code: 'not_retryable', error: `not retryable on any leg: ${lastSettled.error ?? lastSettled.domain}` };
-  return { kind: 'fail', code: 'retries_exhausted', error: `retries exhausted after ${attempts.length} attempts: ${lastSettled.error ?? lastSettled.domain}` };
+  if (dead.size === route.length)
+    return {
+      kind: 'fail',
+      code: 'not_retryable',
+      error: `not retryable on any leg: ${lastSettled.error ?? lastSettled.domain}`,
+    };
+  return {
+    kind: 'fail',
+    code: 'retries_exhausted',
+    error: `retries exhausted after ${attempts.length} attempts: ${lastSettled.error ?? lastSettled.domain}`,
+  };
 }
 
 function firstUsable(length: number, from: number, usable: (i: number) => boolean): number | undefined {
@@ -121,8 +154,25 @@ function firstUsable(length: number, from: number, usable: (i: number) => boolea
   return undefined;
 }
 
-function dispatch(attempts: readonly AttemptState[], legIndex: number, route: readonly RouteLeg[], reason: AttemptReason, round: number, backoff: number, waitFrom?: string): DispatchStep {
+function dispatch(
+  attempts: readonly AttemptState[],
+  legIndex: number,
+  route: readonly RouteLeg[],
+  reason: AttemptReason,
+  round: number,
+  backoff: number,
+  waitFrom?: string,
+): DispatchStep {
   const leg = route[legIndex];
   assertInvariant(leg, `route has no leg ${legIndex}`);
-  return { kind: 'dispatch', ordinal: attempts.length, reason, leg_index: legIndex, leg, round, backoff_ms: backoff, ...(waitFrom === undefined ? {} : { wait_from: waitFrom }) };
+  return {
+    kind: 'dispatch',
+    ordinal: attempts.length,
+    reason,
+    leg_index: legIndex,
+    leg,
+    round,
+    backoff_ms: backoff,
+    ...(waitFrom === undefined ? {} : { wait_from: waitFrom }),
+  };
 }

@@ -25,13 +25,15 @@ function ceilDiv(numerator: bigint, denominator: bigint): bigint {
 }
 
 function units(value: number, what: string): bigint {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${what} must be a non-negative safe integer, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${what} must be a non-negative safe integer, got ${value}`);
   return BigInt(value);
 }
 
 /** The hold for one attempt: input price × estimated prompt tokens + output price × max_tokens. */
 export function worstCaseCostUnits(price: ModelPrice, messages: readonly ChatMessage[], maxTokens: number): bigint {
-  const input = units(estimatePromptTokens(messages), 'prompt tokens') * units(price.input_per_mtok_units, 'input_per_mtok_units');
+  const input =
+    units(estimatePromptTokens(messages), 'prompt tokens') * units(price.input_per_mtok_units, 'input_per_mtok_units');
   const output = units(maxTokens, 'max_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
   return ceilDiv(input + output, TOKENS_PER_MTOK);
 }
@@ -39,6 +41,7 @@ export function worstCaseCostUnits(price: ModelPrice, messages: readonly ChatMes
 /** The realized cost from the provider's reported usage. */
 export function realizedCostUnits(price: ModelPrice, usage: Usage): bigint {
   const input = units(usage.input_tokens, 'input_tokens') * units(price.input_per_mtok_units, 'input_per_mtok_units');
-  const output = units(usage.output_tokens, 'output_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
+  const output =
+    units(usage.output_tokens, 'output_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
   return ceilDiv(input + output, TOKENS_PER_MTOK);
 }

@@ -55,7 +55,11 @@ function receiptAttempt(attempt: AttemptState): ReceiptAttempt {
   // An attempt still in flight has no outcome yet, and absent is unknown.
   const settled = attempt.settled;
   const usage = settled?.usage
-    ? { input_tokens: settled.usage.input_tokens, output_tokens: settled.usage.output_tokens, ...(attempt.hold?.cost_units === undefined ? {} : { cost_units: attempt.hold.cost_units }) }
+    ? {
+        input_tokens: settled.usage.input_tokens,
+        output_tokens: settled.usage.output_tokens,
+        ...(attempt.hold?.cost_units === undefined ? {} : { cost_units: attempt.hold.cost_units }),
+      }
     : undefined;
   return {
     ordinal: attempt.ordinal,

@@ -5,8 +5,22 @@ import { isTerminal, type WorkStatus, type WorkUnitState } from './work-unit.sta
 import type { ChatMessage, Purpose, RouteLeg } from './work-unit.types.js';
 
 export type SessionEntry =
-  | { readonly kind: 'header'; readonly session_id: string; readonly work_id: string; readonly purpose: Purpose; readonly route: readonly RouteLeg[]; readonly at: string }
-  | { readonly kind: 'message'; readonly work_id: string; readonly role: string; readonly content: string; readonly partial?: true; readonly at: string }
+  | {
+      readonly kind: 'header';
+      readonly session_id: string;
+      readonly work_id: string;
+      readonly purpose: Purpose;
+      readonly route: readonly RouteLeg[];
+      readonly at: string;
+    }
+  | {
+      readonly kind: 'message';
+      readonly work_id: string;
+      readonly role: string;
+      readonly content: string;
+      readonly partial?: true;
+      readonly at: string;
+    }
   | { readonly kind: 'receipt'; readonly work_id: string; readonly receipt: WorkReceipt; readonly at: string }
   | {
       readonly kind: 'turn-card';
@@ -28,14 +42,34 @@ const REPLY_ROLE = 'assistant';
 export function turnEntries(state: WorkUnitState): SessionEntry[] {
   const work = state.work;
   if (!work) return [];
-  const entries: SessionEntry[] = work.messages.map((m) => ({ kind: 'message', work_id: work.work_id, role: m.role, content: m.content, at: work.at }));
+  const entries: SessionEntry[] = work.messages.map((m) => ({
+    kind: 'message',
+    work_id: work.work_id,
+    role: m.role,
+    content: m.content,
+    at: work.at,
+  }));
   if (!isTerminal(state)) return entries;
   const receipt = receiptOf(state);
   const endedAt = state.completion?.at ?? state.aborted?.at ?? state.failure?.at ?? work.at;
   if (receipt) entries.push({ kind: 'receipt', work_id: work.work_id, receipt, at: endedAt });
-  if (state.completion) entries.push({ kind: 'message', work_id: work.work_id, role: REPLY_ROLE, content: state.completion.output, at: endedAt });
+  if (state.completion)
+    entries.push({
+      kind: 'message',
+      work_id: work.work_id,
+      role: REPLY_ROLE,
+      content: state.completion.output,
+      at: endedAt,
+    });
   if (state.aborted?.partial_output !== undefined) {
-    entries.push({ kind: 'message', work_id: work.work_id, role: REPLY_ROLE, content: state.aborted.partial_output, partial: true, at: endedAt });
+    entries.push({
+      kind: 'message',
+      work_id: work.work_id,
+      role: REPLY_ROLE,
+      content: state.aborted.partial_output,
+      partial: true,
+      at: endedAt,
+    });
   }
   const error = state.failure?.error ?? state.aborted?.reason;
   entries.push({
@@ -54,10 +88,19 @@ export function turnEntries(state: WorkUnitState): SessionEntry[] {
 export function sessionLogOf(units: readonly WorkUnitState[]): SessionEntry[] {
   const ordered = units
     .filter((u): u is WorkUnitState & { work: NonNullable<WorkUnitState['work']> } => u.work !== undefined)
-    .sort((a, b) => (a.work.at === b.work.at ? compare(a.work.work_id, b.work.work_id) : compare(a.work.at, b.work.at)));
+    .sort((a, b) =>
+      a.work.at === b.work.at ? compare(a.work.work_id, b.work.work_id) : compare(a.work.at, b.work.at),
+    );
   const first = ordered[0];
   if (!first) return [];
-  const header: SessionEntry = { kind: 'header', session_id: first.work.session_id, work_id: first.work.work_id, purpose: first.work.purpose, route: first.work.route, at: first.work.at };
+  const header: SessionEntry = {
+    kind: 'header',
+    session_id: first.work.session_id,
+    work_id: first.work.work_id,
+    purpose: first.work.purpose,
+    route: first.work.route,
+    at: first.work.at,
+  };
   return [header, ...ordered.flatMap(turnEntries)];
 }
 

@@ -1,7 +1,15 @@
 // Commands a work unit accepts. Each carries its own id (from which event ids derive, so a
 // re-sent command dedupes in the stream) and the time it was issued: the domain reads no clock.
 import type { FailureCode, ModelPrice } from './work-unit.events.js';
-import type { ChatMessage, FailureDomain, Purpose, RouteLeg, Settlement, Usage, WorkLimitsInput } from './work-unit.types.js';
+import type {
+  ChatMessage,
+  FailureDomain,
+  Purpose,
+  RouteLeg,
+  Settlement,
+  Usage,
+  WorkLimitsInput,
+} from './work-unit.types.js';
 
 interface CommandMeta {
   /** Unique per issued command; the same id means the same command re-sent. */
@@ -86,4 +94,12 @@ export interface RefuseAttempt extends CommandMeta {
   readonly error: string;
 }
 
-export type WorkCommand = SubmitWork | RequestAbort | SettleOrphanedAttempt | StartAttempt | SettleAttempt | RecordHoldSettled | ConcludeWork | RefuseAttempt;
+export type WorkCommand =
+  | SubmitWork
+  | RequestAbort
+  | SettleOrphanedAttempt
+  | StartAttempt
+  | SettleAttempt
+  | RecordHoldSettled
+  | ConcludeWork
+  | RefuseAttempt;

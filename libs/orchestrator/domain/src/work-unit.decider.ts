@@ -14,7 +14,9 @@ export interface Rejection {
   readonly message: string;
 }
 
-export type Decision = { readonly ok: true; readonly events: readonly DecidedEvent[] } | { readonly ok: false; readonly rejection: Rejection };
+export type Decision =
+  | { readonly ok: true; readonly events: readonly DecidedEvent[] }
+  | { readonly ok: false; readonly rejection: Rejection };
 
 /** Work ids become NATS subject tokens, so they obey the same rule as every subject token. */
 const WORK_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -33,37 +35,71 @@ export function decide(command: WorkCommand, state: WorkUnitState): Decision {
   const base = { work_id: work.work_id, at: command.at };
   switch (command.type) {
     case 'RequestAbort':
-      return state.abort ? accept(command, []) : accept(command, [{ type: 'AbortRequested', ...base, reason: command.reason }]);
+      return state.abort
+        ? accept(command, [])
+        : accept(command, [{ type: 'AbortRequested', ...base, reason: command.reason }]);
     case 'SettleOrphanedAttempt': {
       const open = openAttempt(state);
       if (open?.ordinal !== command.ordinal) return reject('stale_step', `attempt ${command.ordinal} is not open`);
       const latency = Math.max(0, Date.parse(command.at) - Date.parse(open.started_at));
       const error = 'attempt started but never settled: its worker was lost; settled unknown on redelivery';
-      return accept(command, [{ type: 'AttemptSettledUnknown', ...base, ordinal: open.ordinal, latency_ms: Number.isFinite(latency) ? latency : 0, error }]);
+      return accept(command, [
+        {
+          type: 'AttemptSettledUnknown',
+          ...base,
+          ordinal: open.ordinal,
+          latency_ms: Number.isFinite(latency) ? latency : 0,
+          error,
+        },
+      ]);
     }
     case 'StartAttempt': {
       const step = planNext(state, command.jitter);
-      if (step.kind !== 'dispatch' || step.ordinal !== command.ordinal) return reject('stale_step', staleMessage(command.ordinal, step));
+      if (step.kind !== 'dispatch' || step.ordinal !== command.ordinal)
+        return reject('stale_step', staleMessage(command.ordinal, step));
       const { leg, ordinal, reason, leg_index, round, backoff_ms } = step;
-      const hold = { hold_id: command.hold_id, hold_cost_units: command.hold_cost_units.toString(), price: command.price };
-      return accept(command, [{ type: 'AttemptStarted', ...base, ordinal, reason, leg_index, round, provider: leg.provider, model: leg.model, ...hold, backoff_ms }]);
+      const hold = {
+        hold_id: command.hold_id,
+        hold_cost_units: command.hold_cost_units.toString(),
+        price: command.price,
+      };
+      return accept(command, [
+        {
+          type: 'AttemptStarted',
+          ...base,
+          ordinal,
+          reason,
+          leg_index,
+          round,
+          provider: leg.provider,
+          model: leg.model,
+          ...hold,
+          backoff_ms,
+        },
+      ]);
     }
     case 'SettleAttempt': {
       const open = openAttempt(state);
       if (open?.ordinal !== command.ordinal) return reject('stale_step', `attempt ${command.ordinal} is not open`);
-      return accept(command, [{ type: 'AttemptSettled', ...base, ordinal: command.ordinal, ...applySettlementRule(command.outcome) }]);
+      return accept(command, [
+        { type: 'AttemptSettled', ...base, ordinal: command.ordinal, ...applySettlementRule(command.outcome) },
+      ]);
     }
     case 'RecordHoldSettled': {
       const step = planNext(state, 0);
-      if (step.kind !== 'settle_hold' || step.ordinal !== command.ordinal || step.hold_id !== command.hold_id) return reject('stale_step', staleMessage(command.ordinal, step));
+      if (step.kind !== 'settle_hold' || step.ordinal !== command.ordinal || step.hold_id !== command.hold_id)
+        return reject('stale_step', staleMessage(command.ordinal, step));
       const cost = step.cost_units === undefined ? {} : { cost_units: step.cost_units.toString() };
-      return accept(command, [{ type: 'HoldSettled', ...base, ordinal: step.ordinal, hold_id: step.hold_id, outcome: step.outcome, ...cost }]);
+      return accept(command, [
+        { type: 'HoldSettled', ...base, ordinal: step.ordinal, hold_id: step.hold_id, outcome: step.outcome, ...cost },
+      ]);
     }
     case 'ConcludeWork':
       return decideConclude(command, state, base);
     case 'RefuseAttempt': {
       const step = planNext(state, 0);
-      if (step.kind !== 'dispatch' || step.ordinal !== command.ordinal) return reject('stale_step', staleMessage(command.ordinal, step));
+      if (step.kind !== 'dispatch' || step.ordinal !== command.ordinal)
+        return reject('stale_step', staleMessage(command.ordinal, step));
       return accept(command, [{ type: 'WorkFailed', ...base, code: command.code, error: command.error }]);
     }
   }
@@ -77,9 +113,18 @@ function decideConclude(command: WorkCommand, state: WorkUnitState, base: { work
   const step = planNext(state, 0);
   switch (step.kind) {
     case 'complete':
-      return accept(command, [{ type: 'WorkCompleted', ...base, winning_attempt: step.winning_attempt, output: step.output }]);
+      return accept(command, [
+        { type: 'WorkCompleted', ...base, winning_attempt: step.winning_attempt, output: step.output },
+      ]);
     case 'abort':
-      return accept(command, [{ type: 'WorkAborted', ...base, reason: step.reason, ...(step.partial_output === undefined ? {} : { partial_output: step.partial_output }) }]);
+      return accept(command, [
+        {
+          type: 'WorkAborted',
+          ...base,
+          reason: step.reason,
+          ...(step.partial_output === undefined ? {} : { partial_output: step.partial_output }),
+        },
+      ]);
     case 'fail':
       return accept(command, [{ type: 'WorkFailed', ...base, code: step.code, error: step.error }]);
     default:
@@ -118,7 +163,9 @@ function decideSubmit(command: SubmitWork, state: WorkUnitState): Decision {
     // Submitting the same work id again is idempotent; a different unit under that id is refused.
     const { at: _a, type: _t, ...again } = submitted;
     const { at: _b, ...existing } = state.work;
-    return JSON.stringify(again) === JSON.stringify(existing) ? accept(command, []) : reject('already_submitted', `work ${command.work_id} exists with different content`);
+    return JSON.stringify(again) === JSON.stringify(existing)
+      ? accept(command, [])
+      : reject('already_submitted', `work ${command.work_id} exists with different content`);
   }
   const problems = submitProblems(command);
   problems.push(...limitProblems(limits));
@@ -128,11 +175,17 @@ function decideSubmit(command: SubmitWork, state: WorkUnitState): Decision {
 function submitProblems(command: SubmitWork): string[] {
   const problems: string[] = [];
   if (!WORK_ID.test(command.work_id)) problems.push(`work_id must match ${WORK_ID.source}`);
-  if (command.session_id.length === 0 || command.session_id.length > 256) problems.push('session_id must be 1..256 characters');
-  if (!(PURPOSES as readonly string[]).includes(command.purpose)) problems.push(`purpose must be one of ${PURPOSES.join(', ')}`);
-  if (command.token_fingerprint.length === 0 || command.token_fingerprint.length > 128) problems.push('token must have a fingerprint of 1..128 characters');
-  if (command.route.length === 0 || command.route.length > LIMIT_BOUNDS.route_legs) problems.push(`route must have 1..${LIMIT_BOUNDS.route_legs} legs`);
-  if (command.route.some((l) => l.provider.length === 0 || l.model.length === 0)) problems.push('every route leg needs a provider and a model');
-  if (command.messages.length === 0 || command.messages.length > LIMIT_BOUNDS.messages) problems.push(`messages must have 1..${LIMIT_BOUNDS.messages} entries`);
+  if (command.session_id.length === 0 || command.session_id.length > 256)
+    problems.push('session_id must be 1..256 characters');
+  if (!(PURPOSES as readonly string[]).includes(command.purpose))
+    problems.push(`purpose must be one of ${PURPOSES.join(', ')}`);
+  if (command.token_fingerprint.length === 0 || command.token_fingerprint.length > 128)
+    problems.push('token must have a fingerprint of 1..128 characters');
+  if (command.route.length === 0 || command.route.length > LIMIT_BOUNDS.route_legs)
+    problems.push(`route must have 1..${LIMIT_BOUNDS.route_legs} legs`);
+  if (command.route.some((l) => l.provider.length === 0 || l.model.length === 0))
+    problems.push('every route leg needs a provider and a model');
+  if (command.messages.length === 0 || command.messages.length > LIMIT_BOUNDS.messages)
+    problems.push(`messages must have 1..${LIMIT_BOUNDS.messages} entries`);
   return problems;
 }

@@ -1,7 +1,16 @@
 // The facts of a work unit, appended to one subject per unit. Each event carries the
 // time it was decided (`at`) so that a fold over the events alone rebuilds everything,
 // receipts and session logs included, without reading envelope metadata.
-import type { AttemptReason, ChatMessage, FailureDomain, Purpose, RouteLeg, Settlement, Usage, WorkLimits } from './work-unit.types.js';
+import type {
+  AttemptReason,
+  ChatMessage,
+  FailureDomain,
+  Purpose,
+  RouteLeg,
+  Settlement,
+  Usage,
+  WorkLimits,
+} from './work-unit.types.js';
 
 /** Prices are recorded on the attempt so a replay rates it with the price it was admitted at. */
 export interface ModelPrice {
@@ -105,7 +114,15 @@ export interface WorkCompleted {
   readonly at: string;
 }
 
-export const FAILURE_CODES = ['dispatch_ceiling', 'retries_exhausted', 'not_retryable', 'admission_denied', 'unpriced_model', 'invalid_work', 'credential_unavailable'] as const;
+export const FAILURE_CODES = [
+  'dispatch_ceiling',
+  'retries_exhausted',
+  'not_retryable',
+  'admission_denied',
+  'unpriced_model',
+  'invalid_work',
+  'credential_unavailable',
+] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
 export interface WorkFailed {

@@ -73,8 +73,13 @@ export function assertInvariant(condition: unknown, message: string): asserts co
 }
 
 export function evolve(state: WorkUnitState, event: WorkEvent): WorkUnitState {
-  if (event.type !== 'WorkSubmitted') assertInvariant(state.work?.work_id === event.work_id, `${event.type} for ${event.work_id} before its WorkSubmitted`);
-  if (event.type !== 'HoldSettled') assertInvariant(!isTerminal(state), `${event.type} after the unit ended ${state.status}`);
+  if (event.type !== 'WorkSubmitted')
+    assertInvariant(
+      state.work?.work_id === event.work_id,
+      `${event.type} for ${event.work_id} before its WorkSubmitted`,
+    );
+  if (event.type !== 'HoldSettled')
+    assertInvariant(!isTerminal(state), `${event.type} after the unit ended ${state.status}`);
   switch (event.type) {
     case 'WorkSubmitted': {
       assertInvariant(state.status === 'absent', 'WorkSubmitted twice');
@@ -90,23 +95,51 @@ export function evolve(state: WorkUnitState, event: WorkEvent): WorkUnitState {
       return settleOpen(state, ordinal, { ...rest, orphaned: false, at });
     }
     case 'AttemptSettledUnknown':
-      return settleOpen(state, event.ordinal, { domain: 'unknown', settlement: 'unknown', latency_ms: event.latency_ms, error: event.error, orphaned: true, at: event.at });
+      return settleOpen(state, event.ordinal, {
+        domain: 'unknown',
+        settlement: 'unknown',
+        latency_ms: event.latency_ms,
+        error: event.error,
+        orphaned: true,
+        at: event.at,
+      });
     case 'HoldSettled':
       return evolveHoldSettled(state, event);
     case 'WorkCompleted':
-      assertInvariant(state.attempts[event.winning_attempt]?.settled?.output !== undefined, `winning attempt ${event.winning_attempt} has no reply`);
-      return { ...state, status: 'completed', completion: { winning_attempt: event.winning_attempt, output: event.output, at: event.at } };
+      assertInvariant(
+        state.attempts[event.winning_attempt]?.settled?.output !== undefined,
+        `winning attempt ${event.winning_attempt} has no reply`,
+      );
+      return {
+        ...state,
+        status: 'completed',
+        completion: { winning_attempt: event.winning_attempt, output: event.output, at: event.at },
+      };
     case 'WorkFailed':
       return { ...state, status: 'failed', failure: { code: event.code, error: event.error, at: event.at } };
     case 'WorkAborted':
-      return { ...state, status: 'aborted', aborted: { reason: event.reason, ...(event.partial_output === undefined ? {} : { partial_output: event.partial_output }), at: event.at } };
+      return {
+        ...state,
+        status: 'aborted',
+        aborted: {
+          reason: event.reason,
+          ...(event.partial_output === undefined ? {} : { partial_output: event.partial_output }),
+          at: event.at,
+        },
+      };
   }
 }
 
 function evolveStarted(state: WorkUnitState, event: Extract<WorkEvent, { type: 'AttemptStarted' }>): WorkUnitState {
-  assertInvariant(event.ordinal === state.attempts.length, `attempt ordinal ${event.ordinal} is not the next one (${state.attempts.length})`);
+  assertInvariant(
+    event.ordinal === state.attempts.length,
+    `attempt ordinal ${event.ordinal} is not the next one (${state.attempts.length})`,
+  );
   assertInvariant(!openAttempt(state), `attempt ${event.ordinal} started while another is open`);
-  assertInvariant(state.work && event.ordinal < state.work.limits.dispatch_ceiling, `attempt ${event.ordinal} is past the dispatch ceiling`);
+  assertInvariant(
+    state.work && event.ordinal < state.work.limits.dispatch_ceiling,
+    `attempt ${event.ordinal} is past the dispatch ceiling`,
+  );
   const attempt: AttemptState = {
     ordinal: event.ordinal,
     reason: event.reason,
@@ -125,15 +158,25 @@ function evolveStarted(state: WorkUnitState, event: Extract<WorkEvent, { type: '
 
 function settleOpen(state: WorkUnitState, ordinal: number, settled: AttemptSettlement): WorkUnitState {
   const open = openAttempt(state);
-  assertInvariant(open?.ordinal === ordinal, `attempt ${ordinal} settled but the open attempt is ${open?.ordinal ?? 'none'}`);
+  assertInvariant(
+    open?.ordinal === ordinal,
+    `attempt ${ordinal} settled but the open attempt is ${open?.ordinal ?? 'none'}`,
+  );
   return { ...state, attempts: replaceAttempt(state.attempts, { ...open, settled }) };
 }
 
 function evolveHoldSettled(state: WorkUnitState, event: Extract<WorkEvent, { type: 'HoldSettled' }>): WorkUnitState {
   const attempt = state.attempts[event.ordinal];
-  assertInvariant(attempt?.settled && !attempt.hold, `hold of attempt ${event.ordinal} settled twice or before the attempt`);
+  assertInvariant(
+    attempt?.settled && !attempt.hold,
+    `hold of attempt ${event.ordinal} settled twice or before the attempt`,
+  );
   assertInvariant(attempt.hold_id === event.hold_id, `hold ${event.hold_id} is not attempt ${event.ordinal}'s`);
-  const hold: AttemptHold = { outcome: event.outcome, ...(event.cost_units === undefined ? {} : { cost_units: BigInt(event.cost_units) }), at: event.at };
+  const hold: AttemptHold = {
+    outcome: event.outcome,
+    ...(event.cost_units === undefined ? {} : { cost_units: BigInt(event.cost_units) }),
+    at: event.at,
+  };
   return { ...state, attempts: replaceAttempt(state.attempts, { ...attempt, hold }) };
 }
 

@@ -110,7 +110,8 @@ export function limitProblems(limits: WorkLimits): string[] {
   const problems: string[] = [];
   const check = (field: keyof WorkLimits, min: number, max: number) => {
     const value = limits[field];
-    if (!Number.isSafeInteger(value) || value < min || value > max) problems.push(`limits.${field} must be an integer in [${min}, ${max}], got ${value}`);
+    if (!Number.isSafeInteger(value) || value < min || value > max)
+      problems.push(`limits.${field} must be an integer in [${min}, ${max}], got ${value}`);
   };
   check('max_retries', 0, LIMIT_BOUNDS.max_retries);
   check('run_retry_attempts', 0, LIMIT_BOUNDS.run_retry_attempts);

@@ -9,7 +9,13 @@ const twoLegs = [
   { provider: 'alpha', model: 'a1' },
   { provider: 'beta', model: 'b1' },
 ];
-const overloaded: AttemptOutcome = { domain: 'provider', settlement: 'failed', latency_ms: 1, error: 'overloaded', http_status: 529 };
+const overloaded: AttemptOutcome = {
+  domain: 'provider',
+  settlement: 'failed',
+  latency_ms: 1,
+  error: 'overloaded',
+  http_status: 529,
+};
 
 /** Runs attempts with the given outcomes and returns the state before the next decision. */
 function after(outcomes: AttemptOutcome[], overrides = {}): WorkUnitState {
@@ -17,9 +23,30 @@ function after(outcomes: AttemptOutcome[], overrides = {}): WorkUnitState {
   outcomes.forEach((outcome, ordinal) => {
     const plan = planNext(state, 0);
     if (plan.kind !== 'dispatch') throw new Error(`expected a dispatch, got ${plan.kind}`);
-    state = run(state, { type: 'StartAttempt', command_id: `s${ordinal}`, at: at(ordinal * 10), ordinal, jitter: 0, hold_id: `h${ordinal}`, hold_cost_units: 1n, price: PRICE }).state;
-    state = run(state, { type: 'SettleAttempt', command_id: `x${ordinal}`, at: at(ordinal * 10 + 1), ordinal, outcome }).state;
-    state = run(state, { type: 'RecordHoldSettled', command_id: `h${ordinal}`, at: at(ordinal * 10 + 2), ordinal, hold_id: `h${ordinal}` }).state;
+    state = run(state, {
+      type: 'StartAttempt',
+      command_id: `s${ordinal}`,
+      at: at(ordinal * 10),
+      ordinal,
+      jitter: 0,
+      hold_id: `h${ordinal}`,
+      hold_cost_units: 1n,
+      price: PRICE,
+    }).state;
+    state = run(state, {
+      type: 'SettleAttempt',
+      command_id: `x${ordinal}`,
+      at: at(ordinal * 10 + 1),
+      ordinal,
+      outcome,
+    }).state;
+    state = run(state, {
+      type: 'RecordHoldSettled',
+      command_id: `h${ordinal}`,
+      at: at(ordinal * 10 + 2),
+      ordinal,
+      hold_id: `h${ordinal}`,
+    }).state;
   });
   return state;
 }
@@ -40,50 +67,107 @@ describe('attempt policy', () => {
   });
 
   it('O5 a retry waits at least the provider retry-after', () => {
-    const state = after([{ domain: 'account', settlement: 'failed', latency_ms: 1, error: '429', http_status: 429, retry_after_ms: 7_000 }]);
-    expect(planNext(state, 0)).toMatchObject({ kind: 'dispatch', reason: 'retry', ordinal: 1, backoff_ms: 7_000, wait_from: at(1) });
+    const state = after([
+      { domain: 'account', settlement: 'failed', latency_ms: 1, error: '429', http_status: 429, retry_after_ms: 7_000 },
+    ]);
+    expect(planNext(state, 0)).toMatchObject({
+      kind: 'dispatch',
+      reason: 'retry',
+      ordinal: 1,
+      backoff_ms: 7_000,
+      wait_from: at(1),
+    });
   });
 
   it('O5 a retry-after longer than max_retry_after_ms moves to the next leg instead of retrying early', () => {
-    const state = after([{ domain: 'account', settlement: 'failed', latency_ms: 1, error: '429', http_status: 429, retry_after_ms: 600_000 }], { route: twoLegs });
-    expect(planNext(state, 0)).toMatchObject({ kind: 'dispatch', reason: 'route_fallback', leg: { provider: 'beta' }, backoff_ms: 0 });
+    const state = after(
+      [
+        {
+          domain: 'account',
+          settlement: 'failed',
+          latency_ms: 1,
+          error: '429',
+          http_status: 429,
+          retry_after_ms: 600_000,
+        },
+      ],
+      { route: twoLegs },
+    );
+    expect(planNext(state, 0)).toMatchObject({
+      kind: 'dispatch',
+      reason: 'route_fallback',
+      leg: { provider: 'beta' },
+      backoff_ms: 0,
+    });
   });
 
   it('O5 fallback legs are attempts with reason route_fallback, then endurance rounds restart the ladder', () => {
-    const state = after([overloaded, overloaded, overloaded, overloaded], { route: twoLegs, limits: { max_retries: 1, run_retry_attempts: 1, dispatch_ceiling: 8 } });
+    const state = after([overloaded, overloaded, overloaded, overloaded], {
+      route: twoLegs,
+      limits: { max_retries: 1, run_retry_attempts: 1, dispatch_ceiling: 8 },
+    });
     expect(state.attempts.map((a) => [a.reason, a.leg_index, a.round])).toEqual([
       ['initial', 0, 0],
       ['retry', 0, 0],
       ['route_fallback', 1, 0],
       ['retry', 1, 0],
     ]);
-    expect(planNext(state, 0)).toMatchObject({ kind: 'dispatch', reason: 'endurance_retry', leg_index: 0, round: 1, backoff_ms: 1_000 });
+    expect(planNext(state, 0)).toMatchObject({
+      kind: 'dispatch',
+      reason: 'endurance_retry',
+      leg_index: 0,
+      round: 1,
+      backoff_ms: 1_000,
+    });
   });
 
   it('O5 auth failures are not retried on the same leg; the ladder falls back', () => {
-    const state = after([{ domain: 'account', settlement: 'failed', latency_ms: 1, error: '401 unauthorized', http_status: 401 }], { route: twoLegs });
+    const state = after(
+      [{ domain: 'account', settlement: 'failed', latency_ms: 1, error: '401 unauthorized', http_status: 401 }],
+      { route: twoLegs },
+    );
     expect(planNext(state, 0)).toMatchObject({ kind: 'dispatch', reason: 'route_fallback', leg_index: 1 });
   });
 
   it('O5 an invalid request on the only leg fails at once as not retryable, spending no more of the ceiling', () => {
-    const state = after([{ domain: 'request', settlement: 'failed', latency_ms: 1, error: '400 bad request', http_status: 400 }]);
+    const state = after([
+      { domain: 'request', settlement: 'failed', latency_ms: 1, error: '400 bad request', http_status: 400 },
+    ]);
     expect(planNext(state, 0)).toMatchObject({ kind: 'fail', code: 'not_retryable' });
   });
 
   it('O5 endurance rounds skip legs that refused definitively', () => {
-    const auth: AttemptOutcome = { domain: 'account', settlement: 'failed', latency_ms: 1, error: 'forbidden', http_status: 403 };
-    const state = after([auth, overloaded], { route: twoLegs, limits: { max_retries: 0, run_retry_attempts: 1, dispatch_ceiling: 4 } });
+    const auth: AttemptOutcome = {
+      domain: 'account',
+      settlement: 'failed',
+      latency_ms: 1,
+      error: 'forbidden',
+      http_status: 403,
+    };
+    const state = after([auth, overloaded], {
+      route: twoLegs,
+      limits: { max_retries: 0, run_retry_attempts: 1, dispatch_ceiling: 4 },
+    });
     expect(planNext(state, 0)).toMatchObject({ kind: 'dispatch', reason: 'endurance_retry', leg_index: 1 });
   });
 
   it('retries are exhausted before the ceiling when the ceiling is larger than the ladder', () => {
-    const state = after([overloaded, overloaded], { limits: { max_retries: 1, run_retry_attempts: 0, dispatch_ceiling: 5 } });
+    const state = after([overloaded, overloaded], {
+      limits: { max_retries: 1, run_retry_attempts: 0, dispatch_ceiling: 5 },
+    });
     expect(planNext(state, 0)).toMatchObject({ kind: 'fail', code: 'retries_exhausted' });
   });
 
   it('an always-failing provider uses exactly the default ceiling of attempts', () => {
-    const state = run({ status: 'absent', attempts: [] }, submit({ limits: { max_retries: 2, run_retry_attempts: 2 } })).state;
-    const events = simulate(state, () => overloaded, () => 0);
+    const state = run(
+      { status: 'absent', attempts: [] },
+      submit({ limits: { max_retries: 2, run_retry_attempts: 2 } }),
+    ).state;
+    const events = simulate(
+      state,
+      () => overloaded,
+      () => 0,
+    );
     expect(events.filter((e) => e.type === 'AttemptStarted')).toHaveLength(9);
   });
 });

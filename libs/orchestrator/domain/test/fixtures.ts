@@ -1,7 +1,16 @@
 // Given/when/then helpers for the work-unit decider, and a simulated worker loop that the
 // property tests drive with random provider outcomes.
 import { expect } from '@jest/globals';
-import { decide, foldWorkEvents, planNext, type AttemptOutcome, type SubmitWork, type WorkCommand, type WorkEvent, type WorkUnitState } from '../src/index.js';
+import {
+  decide,
+  foldWorkEvents,
+  planNext,
+  type AttemptOutcome,
+  type SubmitWork,
+  type WorkCommand,
+  type WorkEvent,
+  type WorkUnitState,
+} from '../src/index.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 export const at = (ms: number) => new Date(T0 + ms).toISOString();
@@ -25,7 +34,8 @@ export function submit(overrides: Partial<SubmitWork> = {}): SubmitWork {
 /** Applies a command that must be accepted and returns the new events and state. */
 export function run(state: WorkUnitState, command: WorkCommand): { events: WorkEvent[]; state: WorkUnitState } {
   const decision = decide(command, state);
-  if (!decision.ok) throw new Error(`${command.type} rejected: ${decision.rejection.code}: ${decision.rejection.message}`);
+  if (!decision.ok)
+    throw new Error(`${command.type} rejected: ${decision.rejection.code}: ${decision.rejection.message}`);
   const events = decision.events.map((d) => d.event);
   return { events, state: foldWorkEvents(events, state) };
 }
@@ -34,7 +44,11 @@ export function given(events: readonly WorkEvent[]): WorkUnitState {
   return foldWorkEvents(events);
 }
 
-export function expectEvents(state: WorkUnitState, command: WorkCommand, expected: readonly Partial<WorkEvent>[]): WorkEvent[] {
+export function expectEvents(
+  state: WorkUnitState,
+  command: WorkCommand,
+  expected: readonly Partial<WorkEvent>[],
+): WorkEvent[] {
   const { events } = run(state, command);
   expect(events).toHaveLength(expected.length);
   expected.forEach((e, i) => expect(events[i]).toMatchObject(e));
@@ -49,7 +63,12 @@ const cid = (what: string) => `c${++seq}:${what}`;
  * `nextOutcome` supplies the provider's answer per dispatch (undefined = the worker dies
  * mid-dispatch, leaving the attempt open). Returns every event, in order.
  */
-export function simulate(start: WorkUnitState, nextOutcome: (ordinal: number) => AttemptOutcome | undefined, jitter: () => number, stepsMax = 1000): WorkEvent[] {
+export function simulate(
+  start: WorkUnitState,
+  nextOutcome: (ordinal: number) => AttemptOutcome | undefined,
+  jitter: () => number,
+  stepsMax = 1000,
+): WorkEvent[] {
   return simulateWith(start, nextOutcome, jitter, () => undefined, stepsMax).events;
 }
 
@@ -80,7 +99,13 @@ export function simulateWith(
         apply({ type: 'SettleOrphanedAttempt', command_id: cid('orphan'), at: now, ordinal: plan.ordinal });
         break;
       case 'settle_hold':
-        apply({ type: 'RecordHoldSettled', command_id: cid('hold'), at: now, ordinal: plan.ordinal, hold_id: plan.hold_id });
+        apply({
+          type: 'RecordHoldSettled',
+          command_id: cid('hold'),
+          at: now,
+          ordinal: plan.ordinal,
+          hold_id: plan.hold_id,
+        });
         break;
       case 'complete':
       case 'abort':
@@ -88,9 +113,19 @@ export function simulateWith(
         apply({ type: 'ConcludeWork', command_id: cid('conclude'), at: now });
         break;
       case 'dispatch': {
-        apply({ type: 'StartAttempt', command_id: cid('start'), at: now, ordinal: plan.ordinal, jitter: j, hold_id: `h${plan.ordinal}`, hold_cost_units: 10n, price: PRICE });
+        apply({
+          type: 'StartAttempt',
+          command_id: cid('start'),
+          at: now,
+          ordinal: plan.ordinal,
+          jitter: j,
+          hold_id: `h${plan.ordinal}`,
+          hold_cost_units: 10n,
+          price: PRICE,
+        });
         const outcome = nextOutcome(plan.ordinal);
-        if (outcome) apply({ type: 'SettleAttempt', command_id: cid('settle'), at: now, ordinal: plan.ordinal, outcome });
+        if (outcome)
+          apply({ type: 'SettleAttempt', command_id: cid('settle'), at: now, ordinal: plan.ordinal, outcome });
         break;
       }
     }

@@ -5,11 +5,24 @@ import { describe, expect, it } from '@jest/globals';
 import { foldWorkEvents, messagesOf, receiptOf, sessionLogOf, type AttemptOutcome } from '../src/index.js';
 import { run, simulate, submit } from './fixtures.js';
 
-const ok: AttemptOutcome = { domain: 'unknown', settlement: 'ok', latency_ms: 7, output: 'done', usage: { input_tokens: 5, output_tokens: 3 } };
+const ok: AttemptOutcome = {
+  domain: 'unknown',
+  settlement: 'ok',
+  latency_ms: 7,
+  output: 'done',
+  usage: { input_tokens: 5, output_tokens: 3 },
+};
 
 function unitEvents(outcomes: AttemptOutcome[], overrides = {}) {
   const submitted = run({ status: 'absent', attempts: [] }, submit(overrides));
-  return [...submitted.events, ...simulate(submitted.state, (n) => outcomes[n], () => 0)];
+  return [
+    ...submitted.events,
+    ...simulate(
+      submitted.state,
+      (n) => outcomes[n],
+      () => 0,
+    ),
+  ];
 }
 
 describe('session log projection', () => {
@@ -32,7 +45,13 @@ describe('session log projection', () => {
   });
 
   it('O3 partial output of an aborted unit stays in the log and the projection', () => {
-    const aborted: AttemptOutcome = { domain: 'unknown', settlement: 'cancelled', latency_ms: 1, error: 'aborted', partial_output: 'partial answer' };
+    const aborted: AttemptOutcome = {
+      domain: 'unknown',
+      settlement: 'cancelled',
+      latency_ms: 1,
+      error: 'aborted',
+      partial_output: 'partial answer',
+    };
     const entries = sessionLogOf([foldWorkEvents(unitEvents([aborted]))]);
     expect(entries.map((e) => e.kind)).toEqual(['header', 'message', 'receipt', 'message', 'turn-card']);
     expect(messagesOf(entries).some((m) => m.content.includes('partial answer'))).toBe(true);
@@ -46,7 +65,9 @@ describe('session log projection', () => {
   });
 
   it('units of one session follow their submission order under one header', () => {
-    const second = foldWorkEvents(unitEvents([ok], { work_id: 'w2', command_id: 'w2:submit', at: '2026-01-01T00:01:00.000Z' }));
+    const second = foldWorkEvents(
+      unitEvents([ok], { work_id: 'w2', command_id: 'w2:submit', at: '2026-01-01T00:01:00.000Z' }),
+    );
     const first = foldWorkEvents(unitEvents([ok]));
     const entries = sessionLogOf([second, first]);
     expect(entries.filter((e) => e.kind === 'header')).toHaveLength(1);

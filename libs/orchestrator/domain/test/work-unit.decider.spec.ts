@@ -1,15 +1,46 @@
 // Proves the work-unit decider's rules: retries by failure domain, the fail-closed dispatch
 // ceiling, aborts, orphaned attempts, the settlement rule and idempotent submission.
 import { describe, expect, it } from '@jest/globals';
-import { decide, defaultDispatchCeiling, foldWorkEvents, planNext, receiptOf, resolveLimits, type AttemptOutcome, type WorkEvent, type WorkUnitState } from '../src/index.js';
+import {
+  decide,
+  defaultDispatchCeiling,
+  foldWorkEvents,
+  planNext,
+  receiptOf,
+  resolveLimits,
+  type AttemptOutcome,
+  type WorkEvent,
+  type WorkUnitState,
+} from '../src/index.js';
 import { PRICE, at, expectEvents, run, simulate, submit } from './fixtures.js';
 
 const network: AttemptOutcome = { domain: 'network', settlement: 'unknown', latency_ms: 3, error: 'conn reset' };
-const ok: AttemptOutcome = { domain: 'unknown', settlement: 'ok', latency_ms: 7, output: 'done', usage: { input_tokens: 5, output_tokens: 3 } };
-const rateLimited: AttemptOutcome = { domain: 'account', settlement: 'failed', latency_ms: 1, error: 'slow down', http_status: 429 };
+const ok: AttemptOutcome = {
+  domain: 'unknown',
+  settlement: 'ok',
+  latency_ms: 7,
+  output: 'done',
+  usage: { input_tokens: 5, output_tokens: 3 },
+};
+const rateLimited: AttemptOutcome = {
+  domain: 'account',
+  settlement: 'failed',
+  latency_ms: 1,
+  error: 'slow down',
+  http_status: 429,
+};
 const zeroJitter = () => 0;
 const submitted = (overrides = {}) => run({ status: 'absent', attempts: [] }, submit(overrides)).state;
-const start = (ordinal: number, j = 0) => ({ type: 'StartAttempt' as const, command_id: `start-${ordinal}`, at: at(ordinal), ordinal, jitter: j, hold_id: `h${ordinal}`, hold_cost_units: 10n, price: PRICE });
+const start = (ordinal: number, j = 0) => ({
+  type: 'StartAttempt' as const,
+  command_id: `start-${ordinal}`,
+  at: at(ordinal),
+  ordinal,
+  jitter: j,
+  hold_id: `h${ordinal}`,
+  hold_cost_units: 10n,
+  price: PRICE,
+});
 const foldAll = (events: readonly WorkEvent[], from: WorkUnitState = submitted()) => foldWorkEvents(events, from);
 
 describe('work-unit decider', () => {
@@ -19,8 +50,18 @@ describe('work-unit decider', () => {
     const receipt = receiptOf(foldAll(events));
     expect(receipt?.purpose).toBe('execute');
     expect(receipt?.attempts).toHaveLength(2);
-    expect(receipt?.attempts[0]).toMatchObject({ ordinal: 0, reason: 'initial', domain: 'network', settlement: 'unknown' });
-    expect(receipt?.attempts[1]).toMatchObject({ ordinal: 1, reason: 'retry', settlement: 'ok', usage: { input_tokens: 5, output_tokens: 3, cost_units: 11n } });
+    expect(receipt?.attempts[0]).toMatchObject({
+      ordinal: 0,
+      reason: 'initial',
+      domain: 'network',
+      settlement: 'unknown',
+    });
+    expect(receipt?.attempts[1]).toMatchObject({
+      ordinal: 1,
+      reason: 'retry',
+      settlement: 'ok',
+      usage: { input_tokens: 5, output_tokens: 3, cost_units: 11n },
+    });
     expect(receipt?.winning_attempt).toBe(1);
     expect(events.at(-1)).toMatchObject({ type: 'WorkCompleted', winning_attempt: 1, output: 'done' });
   });
@@ -52,7 +93,13 @@ describe('work-unit decider', () => {
   });
 
   it('O3 an abort mid-stream ends the work Aborted, the attempt cancelled, partial output kept, never retried', () => {
-    const aborted: AttemptOutcome = { domain: 'unknown', settlement: 'cancelled', latency_ms: 2, error: 'aborted by caller', partial_output: 'partial answer' };
+    const aborted: AttemptOutcome = {
+      domain: 'unknown',
+      settlement: 'cancelled',
+      latency_ms: 2,
+      error: 'aborted by caller',
+      partial_output: 'partial answer',
+    };
     const state = submitted();
     const events = simulate(state, () => aborted, zeroJitter);
     const final = foldAll(events, state);
@@ -77,7 +124,9 @@ describe('work-unit decider', () => {
     let state = submitted({ limits: { max_retries: 1, run_retry_attempts: 0 } });
     state = run(state, start(0)).state;
     expect(planNext(state, 0)).toEqual({ kind: 'settle_orphan', ordinal: 0 });
-    expectEvents(state, { type: 'SettleOrphanedAttempt', command_id: 'o', at: at(5000), ordinal: 0 }, [{ type: 'AttemptSettledUnknown', ordinal: 0, latency_ms: 5000 }]);
+    expectEvents(state, { type: 'SettleOrphanedAttempt', command_id: 'o', at: at(5000), ordinal: 0 }, [
+      { type: 'AttemptSettledUnknown', ordinal: 0, latency_ms: 5000 },
+    ]);
     state = run(state, { type: 'SettleOrphanedAttempt', command_id: 'o', at: at(5000), ordinal: 0 }).state;
     expect(planNext(state, 0)).toMatchObject({ kind: 'settle_hold', outcome: 'failed_after_dispatch' });
     const events = simulate(state, () => undefined, zeroJitter);
@@ -90,12 +139,19 @@ describe('work-unit decider', () => {
     let state = submitted();
     const first = start(0);
     state = run(state, first).state;
-    expect(decide({ ...first, command_id: 'other-worker' }, state)).toMatchObject({ ok: false, rejection: { code: 'stale_step' } });
+    expect(decide({ ...first, command_id: 'other-worker' }, state)).toMatchObject({
+      ok: false,
+      rejection: { code: 'stale_step' },
+    });
   });
 
   it('a reply without usage completes the work but settles unknown and keeps the whole hold (absent is unknown)', () => {
     const state = submitted();
-    const events = simulate(state, () => ({ domain: 'unknown', settlement: 'ok', latency_ms: 1, output: 'done' }), zeroJitter);
+    const events = simulate(
+      state,
+      () => ({ domain: 'unknown', settlement: 'ok', latency_ms: 1, output: 'done' }),
+      zeroJitter,
+    );
     const final = foldAll(events, state);
     expect(final.status).toBe('completed');
     expect(final.attempts[0]?.settled?.settlement).toBe('unknown');
@@ -104,7 +160,10 @@ describe('work-unit decider', () => {
 
   it('a definite refusal settles the hold not_dispatched; usage settles it completed at the realized cost', () => {
     const state = submitted({ limits: { max_retries: 1, run_retry_attempts: 0 } });
-    const final = foldAll(simulate(state, (n) => [rateLimited, ok][n], zeroJitter), state);
+    const final = foldAll(
+      simulate(state, (n) => [rateLimited, ok][n], zeroJitter),
+      state,
+    );
     expect(final.attempts.map((a) => a.hold?.outcome)).toEqual(['not_dispatched', 'completed']);
     expect(final.attempts[1]?.hold?.cost_units).toBe(11n); // 5 in × 1 + 3 out × 2 units per token
   });
@@ -112,11 +171,17 @@ describe('work-unit decider', () => {
   it('submitting the same work again is idempotent; different content under the same id is refused', () => {
     const state = submitted();
     expect(decide(submit({ command_id: 'again', at: at(99) }), state)).toEqual({ ok: true, events: [] });
-    expect(decide(submit({ purpose: 'plan' }), state)).toMatchObject({ ok: false, rejection: { code: 'already_submitted' } });
+    expect(decide(submit({ purpose: 'plan' }), state)).toMatchObject({
+      ok: false,
+      rejection: { code: 'already_submitted' },
+    });
   });
 
   it('invalid work is refused with every problem named', () => {
-    const decision = decide(submit({ work_id: 'bad id', route: [], limits: { dispatch_ceiling: 0 } }), { status: 'absent', attempts: [] });
+    const decision = decide(submit({ work_id: 'bad id', route: [], limits: { dispatch_ceiling: 0 } }), {
+      status: 'absent',
+      attempts: [],
+    });
     expect(decision.ok).toBe(false);
     if (!decision.ok) {
       expect(decision.rejection.code).toBe('invalid_work');
@@ -126,16 +191,35 @@ describe('work-unit decider', () => {
 
   it('O7 a refused attempt fails the work with the given reason and only for the planned ordinal', () => {
     const state = submitted();
-    expect(decide({ type: 'RefuseAttempt', command_id: 'r', at: at(1), ordinal: 3, code: 'admission_denied', error: 'x' }, state).ok).toBe(false);
-    expectEvents(state, { type: 'RefuseAttempt', command_id: 'r', at: at(1), ordinal: 0, code: 'admission_denied', error: 'budget exhausted' }, [
-      { type: 'WorkFailed', code: 'admission_denied', error: 'budget exhausted' },
-    ]);
+    expect(
+      decide(
+        { type: 'RefuseAttempt', command_id: 'r', at: at(1), ordinal: 3, code: 'admission_denied', error: 'x' },
+        state,
+      ).ok,
+    ).toBe(false);
+    expectEvents(
+      state,
+      {
+        type: 'RefuseAttempt',
+        command_id: 'r',
+        at: at(1),
+        ordinal: 0,
+        code: 'admission_denied',
+        error: 'budget exhausted',
+      },
+      [{ type: 'WorkFailed', code: 'admission_denied', error: 'budget exhausted' }],
+    );
   });
 
   it('commands after the unit ended are refused', () => {
     const state = submitted();
-    const final = foldAll(simulate(state, () => ok, zeroJitter), state);
-    expect(decide({ type: 'RequestAbort', command_id: 'late', at: at(9), reason: 'late' }, final)).toMatchObject({ ok: false, rejection: { code: 'terminal' } });
+    const final = foldAll(
+      simulate(state, () => ok, zeroJitter),
+      state,
+    );
+    expect(decide({ type: 'RequestAbort', command_id: 'late', at: at(9), reason: 'late' }, final)).toMatchObject({
+      ok: false,
+      rejection: { code: 'terminal' },
+    });
   });
 });
-

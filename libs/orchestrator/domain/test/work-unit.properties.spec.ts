@@ -3,7 +3,16 @@
 // rebuilds exactly the state the worker evolved.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { FAILURE_DOMAINS, SETTLEMENTS, decide, foldWorkEvents, receiptOf, sessionLogOf, type AttemptOutcome, type WorkUnitState } from '../src/index.js';
+import {
+  FAILURE_DOMAINS,
+  SETTLEMENTS,
+  decide,
+  foldWorkEvents,
+  receiptOf,
+  sessionLogOf,
+  type AttemptOutcome,
+  type WorkUnitState,
+} from '../src/index.js';
 import { PRICE, at, run, simulateWith, submit } from './fixtures.js';
 
 const outcomeArb: fc.Arbitrary<AttemptOutcome | undefined> = fc.option(
@@ -27,10 +36,18 @@ const outcomeArb: fc.Arbitrary<AttemptOutcome | undefined> = fc.option(
 
 const unitArb = fc.record({
   limits: fc.record(
-    { max_retries: fc.nat(3), run_retry_attempts: fc.nat(2), dispatch_ceiling: fc.integer({ min: 1, max: 12 }), retry_base_backoff_ms: fc.nat(1000) },
+    {
+      max_retries: fc.nat(3),
+      run_retry_attempts: fc.nat(2),
+      dispatch_ceiling: fc.integer({ min: 1, max: 12 }),
+      retry_base_backoff_ms: fc.nat(1000),
+    },
     { requiredKeys: ['max_retries', 'run_retry_attempts'] },
   ),
-  route: fc.array(fc.record({ provider: fc.constantFrom('a', 'b'), model: fc.constantFrom('m1', 'm2') }), { minLength: 1, maxLength: 3 }),
+  route: fc.array(fc.record({ provider: fc.constantFrom('a', 'b'), model: fc.constantFrom('m1', 'm2') }), {
+    minLength: 1,
+    maxLength: 3,
+  }),
   outcomes: fc.array(outcomeArb, { minLength: 1, maxLength: 60 }),
   jitters: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 20 }),
 });
@@ -46,7 +63,19 @@ describe('work unit properties', () => {
         const probe = (state: WorkUnitState) => {
           // At every point, only the next ordinal below the ceiling can ever be started.
           for (let ordinal = 0; ordinal <= state.attempts.length + 1; ordinal++) {
-            const decision = decide({ type: 'StartAttempt', command_id: 'probe', at: at(1), ordinal, jitter: 0, hold_id: 'p', hold_cost_units: 1n, price: PRICE }, state);
+            const decision = decide(
+              {
+                type: 'StartAttempt',
+                command_id: 'probe',
+                at: at(1),
+                ordinal,
+                jitter: 0,
+                hold_id: 'p',
+                hold_cost_units: 1n,
+                price: PRICE,
+              },
+              state,
+            );
             if (decision.ok) expect(ordinal === state.attempts.length && ordinal < ceiling).toBe(true);
           }
         };
@@ -64,8 +93,10 @@ describe('work unit properties', () => {
         const started = events.flatMap((e) => (e.type === 'AttemptStarted' ? [e.ordinal] : []));
         expect(started).toEqual(started.map((_, i) => i));
         expect(state.attempts.every((a) => a.settled && a.hold)).toBe(true);
-        if (state.status === 'completed') expect(state.attempts[state.completion?.winning_attempt ?? -1]?.settled?.output).toBeDefined();
-        if (state.failure?.code === 'dispatch_ceiling') expect(state.failure.error).toContain(`dispatch ceiling of ${ceiling}`);
+        if (state.status === 'completed')
+          expect(state.attempts[state.completion?.winning_attempt ?? -1]?.settled?.output).toBeDefined();
+        if (state.failure?.code === 'dispatch_ceiling')
+          expect(state.failure.error).toContain(`dispatch ceiling of ${ceiling}`);
       }),
       { numRuns: 300 },
     );
@@ -76,7 +107,12 @@ describe('work unit properties', () => {
       fc.property(unitArb, ({ limits, route, outcomes, jitters }) => {
         const submitted = run({ status: 'absent', attempts: [] }, submit({ limits, route }));
         let j = 0;
-        const { events, state } = simulateWith(submitted.state, (n) => outcomes[n % outcomes.length], () => jitters[j++ % jitters.length] ?? 0, () => undefined);
+        const { events, state } = simulateWith(
+          submitted.state,
+          (n) => outcomes[n % outcomes.length],
+          () => jitters[j++ % jitters.length] ?? 0,
+          () => undefined,
+        );
         const stored = JSON.parse(JSON.stringify([...submitted.events, ...events]));
         const rebuilt = foldWorkEvents(stored);
         expect(rebuilt).toEqual(state);

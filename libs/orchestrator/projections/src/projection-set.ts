@@ -16,7 +16,11 @@ export const orchestratorProjectionSet: ProjectionSet = {
   migrations: [CreateOrchestratorProjections1767225601000],
   specs: (names: TallyNames) => [
     {
-      projection: workUnitsProjection({ stream: names.workEventsStream, filterSubject: names.workEventsWildcard, deriver: workUnitDeriver as WorkUnitDeriver<unknown> }),
+      projection: workUnitsProjection({
+        stream: names.workEventsStream,
+        filterSubject: names.workEventsWildcard,
+        deriver: workUnitDeriver as WorkUnitDeriver<unknown>,
+      }),
       registry: workEventRegistry(),
     },
   ],

@@ -7,16 +7,27 @@ import type { WorkReceipt, WorkUnitState } from '@tally/orchestrator-domain';
 /** Hold ids of attempts dispatched in unmetered mode carry this prefix (docs/adr/0005). */
 export const UNMETERED_HOLD_PREFIX = 'unmetered:';
 
-export type WireReceipt = Record<string, unknown> & { readonly work_id: string; readonly attempts: readonly Record<string, unknown>[] };
+export type WireReceipt = Record<string, unknown> & {
+  readonly work_id: string;
+  readonly attempts: readonly Record<string, unknown>[];
+};
 
 export function wireReceipt(receipt: WorkReceipt, state: WorkUnitState): WireReceipt {
   const attempts = receipt.attempts.map((a, i) => {
     const { usage, ...rest } = a;
     const wireUsage = usage
-      ? { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, ...(usage.cost_units === undefined ? {} : { cost_units: moneyToWire(usage.cost_units) }) }
+      ? {
+          input_tokens: usage.input_tokens,
+          output_tokens: usage.output_tokens,
+          ...(usage.cost_units === undefined ? {} : { cost_units: moneyToWire(usage.cost_units) }),
+        }
       : undefined;
     const holdId = state.attempts[i]?.hold_id;
-    return { ...rest, ...(wireUsage ? { usage: wireUsage } : {}), ...(holdId === undefined ? {} : { hold_id: holdId }) };
+    return {
+      ...rest,
+      ...(wireUsage ? { usage: wireUsage } : {}),
+      ...(holdId === undefined ? {} : { hold_id: holdId }),
+    };
   });
   const metered = !state.attempts.some((a) => a.hold_id.startsWith(UNMETERED_HOLD_PREFIX));
   return { ...receipt, attempts, metered };

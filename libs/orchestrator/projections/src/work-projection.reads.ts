@@ -39,12 +39,20 @@ export class WorkProjectionReads {
 
   /** The session log in commit order: header, then each unit's turn. Bounded by `limit` entries. */
   async sessionLog(sessionId: string, limit: number): Promise<ProjectedEntry[]> {
-    const rows = await this.manager().find(SessionEntryRow, { where: { sessionId }, order: { unitSequence: 'ASC', entryIndex: 'ASC' }, take: limit });
+    const rows = await this.manager().find(SessionEntryRow, {
+      where: { sessionId },
+      order: { unitSequence: 'ASC', entryIndex: 'ASC' },
+      take: limit,
+    });
     return rows.map((r) => JSON.parse(r.body) as ProjectedEntry);
   }
 
   async sessionMessages(sessionId: string, limit: number): Promise<ProjectedMessage[]> {
-    const rows = await this.manager().find(SessionMessageRow, { where: { sessionId }, order: { unitSequence: 'ASC', messageIndex: 'ASC' }, take: limit });
+    const rows = await this.manager().find(SessionMessageRow, {
+      where: { sessionId },
+      order: { unitSequence: 'ASC', messageIndex: 'ASC' },
+      take: limit,
+    });
     return rows.map((r) => ({ role: r.role, content: r.content }));
   }
 
@@ -70,7 +78,12 @@ export class WorkProjectionReads {
 
   /** Units still queued, oldest first, for re-enqueueing. */
   async queuedUnits(limit: number): Promise<{ work_id: string; submitted_at: string }[]> {
-    const rows = await this.manager().find(WorkUnitRow, { where: { status: 'queued' }, order: { submittedSequence: 'ASC' }, take: limit, select: { workId: true, submittedAt: true } });
+    const rows = await this.manager().find(WorkUnitRow, {
+      where: { status: 'queued' },
+      order: { submittedSequence: 'ASC' },
+      take: limit,
+      select: { workId: true, submittedAt: true },
+    });
     return rows.map((r) => ({ work_id: r.workId, submitted_at: r.submittedAt }));
   }
 }

@@ -3,14 +3,25 @@
 // restart and a replay into an empty database all agree.
 import type { StoredEvent } from '@tally/eventing';
 import { toWorkEvent } from '@tally/orchestrator-application';
-import { evolve, initialState, messagesOf, receiptOf, sessionLogOf, turnEntries, type SessionEntry, type WorkUnitState } from '@tally/orchestrator-domain';
+import {
+  evolve,
+  initialState,
+  messagesOf,
+  receiptOf,
+  sessionLogOf,
+  turnEntries,
+  type SessionEntry,
+  type WorkUnitState,
+} from '@tally/orchestrator-domain';
 import { wireReceipt } from './wire-receipt.js';
 import type { DerivedUnit, ProjectedEntry, WorkUnitDeriver } from './work-unit.deriver.js';
 
 const BIGINT_TAG = '$bigint';
 
 export function saveState(state: WorkUnitState): string {
-  return JSON.stringify(state, (_key, value: unknown) => (typeof value === 'bigint' ? { [BIGINT_TAG]: value.toString() } : value));
+  return JSON.stringify(state, (_key, value: unknown) =>
+    typeof value === 'bigint' ? { [BIGINT_TAG]: value.toString() } : value,
+  );
 }
 
 export function loadState(text: string): WorkUnitState {
@@ -25,7 +36,9 @@ export function loadState(text: string): WorkUnitState {
 
 /** A session entry as JSON: receipts carry wire money. */
 export function wireEntry(entry: SessionEntry, state: WorkUnitState): ProjectedEntry {
-  return entry.kind === 'receipt' ? { ...entry, receipt: wireReceipt(entry.receipt, state) } : (entry as unknown as ProjectedEntry);
+  return entry.kind === 'receipt'
+    ? { ...entry, receipt: wireReceipt(entry.receipt, state) }
+    : (entry as unknown as ProjectedEntry);
 }
 
 export function deriveUnit(state: WorkUnitState): DerivedUnit | undefined {

@@ -57,14 +57,19 @@ export function workUnitsProjection(options: WorkUnitsProjectionOptions): Projec
   };
 }
 
-async function applyBatch(manager: EntityManager, events: readonly StoredEvent[], deriver: WorkUnitDeriver<unknown>): Promise<void> {
+async function applyBatch(
+  manager: EntityManager,
+  events: readonly StoredEvent[],
+  deriver: WorkUnitDeriver<unknown>,
+): Promise<void> {
   const touched = await loadTouched(manager, events, deriver);
   const warnings: ProjectionWarningRow[] = [];
   for (const stored of events) {
     const unit = touched.get(stored.event.aggregateId)!;
     try {
       unit.state = deriver.evolve(unit.state, stored);
-      if (unit.submittedSequence === undefined && stored.event.type === 'WorkSubmitted') unit.submittedSequence = stored.sequence;
+      if (unit.submittedSequence === undefined && stored.event.type === 'WorkSubmitted')
+        unit.submittedSequence = stored.sequence;
       unit.lastSequence = stored.sequence;
     } catch (error) {
       warnings.push(warningRow(stored, error));
@@ -73,24 +78,52 @@ async function applyBatch(manager: EntityManager, events: readonly StoredEvent[]
   const derived: Derived[] = [];
   for (const t of touched.values()) {
     const unit = t.state === undefined ? undefined : deriver.derive(t.state);
-    if (unit && t.submittedSequence !== undefined) derived.push({ unit, sequence: t.submittedSequence, state: deriver.save(t.state), lastSequence: t.lastSequence, known: t.known });
+    if (unit && t.submittedSequence !== undefined)
+      derived.push({
+        unit,
+        sequence: t.submittedSequence,
+        state: deriver.save(t.state),
+        lastSequence: t.lastSequence,
+        known: t.known,
+      });
   }
   await writeUnits(manager, derived);
   await writeTurns(manager, derived);
   // Only a unit projected for the first time can open a session; the others were looked at then.
-  await writeHeaders(manager, derived.filter((d) => !d.known));
-  if (warnings.length > 0) await bulkUpsert(manager, ProjectionWarningRow, warnings, { conflictColumns: ['sequence'], updateColumns: ['message'], rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
+  await writeHeaders(
+    manager,
+    derived.filter((d) => !d.known),
+  );
+  if (warnings.length > 0)
+    await bulkUpsert(manager, ProjectionWarningRow, warnings, {
+      conflictColumns: ['sequence'],
+      updateColumns: ['message'],
+      rowsPerStatementMax: ROWS_PER_STATEMENT_MAX,
+    });
 }
 
-async function loadTouched(manager: EntityManager, events: readonly StoredEvent[], deriver: WorkUnitDeriver<unknown>): Promise<Map<string, Touched>> {
+async function loadTouched(
+  manager: EntityManager,
+  events: readonly StoredEvent[],
+  deriver: WorkUnitDeriver<unknown>,
+): Promise<Map<string, Touched>> {
   const ids = [...new Set(events.map((e) => e.event.aggregateId))];
   const rows: WorkUnitRow[] = [];
-  for (let i = 0; i < ids.length; i += IDS_PER_QUERY_MAX) rows.push(...(await manager.findBy(WorkUnitRow, { workId: In(ids.slice(i, i + IDS_PER_QUERY_MAX)) })));
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY_MAX)
+    rows.push(...(await manager.findBy(WorkUnitRow, { workId: In(ids.slice(i, i + IDS_PER_QUERY_MAX)) })));
   const byId = new Map(rows.map((r) => [r.workId, r]));
   return new Map(
     ids.map((id) => {
       const row = byId.get(id);
-      return [id, { state: row ? deriver.load(row.state) : undefined, submittedSequence: row?.submittedSequence, lastSequence: row?.lastSequence ?? 0, known: row !== undefined }];
+      return [
+        id,
+        {
+          state: row ? deriver.load(row.state) : undefined,
+          submittedSequence: row?.submittedSequence,
+          lastSequence: row?.lastSequence ?? 0,
+          known: row !== undefined,
+        },
+      ];
     }),
   );
 }
@@ -122,32 +155,77 @@ async function writeUnits(manager: EntityManager, derived: readonly Derived[]): 
   if (rows.length === 0) return;
   await bulkUpsert(manager, WorkUnitRow, rows, {
     conflictColumns: ['workId'],
-    updateColumns: ['sessionId', 'status', 'error', 'output', 'receipt', 'submittedSequence', 'submittedAt', 'lastSequence', 'state'],
+    updateColumns: [
+      'sessionId',
+      'status',
+      'error',
+      'output',
+      'receipt',
+      'submittedSequence',
+      'submittedAt',
+      'lastSequence',
+      'state',
+    ],
     rowsPerStatementMax: ROWS_PER_STATEMENT_MAX,
   });
 }
 
 /** A unit's turn is rewritten whole: its entries are a pure function of its state. */
-async function writeTurns(manager: EntityManager, derived: readonly { unit: DerivedUnit; sequence: number }[]): Promise<void> {
+async function writeTurns(
+  manager: EntityManager,
+  derived: readonly { unit: DerivedUnit; sequence: number }[],
+): Promise<void> {
   const ids = derived.map((d) => d.unit.work_id);
   for (let i = 0; i < ids.length; i += IDS_PER_QUERY_MAX) {
     const chunk = ids.slice(i, i + IDS_PER_QUERY_MAX);
     // The header row (unit_sequence 0) shares the work id of the unit that opened the session; keep it.
-    await manager.createQueryBuilder().delete().from(SessionEntryRow).where('work_id IN (:...ids)', { ids: chunk }).andWhere('unit_sequence > 0').execute();
-    await manager.createQueryBuilder().delete().from(SessionMessageRow).where('work_id IN (:...ids)', { ids: chunk }).execute();
+    await manager
+      .createQueryBuilder()
+      .delete()
+      .from(SessionEntryRow)
+      .where('work_id IN (:...ids)', { ids: chunk })
+      .andWhere('unit_sequence > 0')
+      .execute();
+    await manager
+      .createQueryBuilder()
+      .delete()
+      .from(SessionMessageRow)
+      .where('work_id IN (:...ids)', { ids: chunk })
+      .execute();
   }
   const entries = derived.flatMap(({ unit, sequence }) =>
-    unit.entries.map((entry, index) => Object.assign(new SessionEntryRow(), { sessionId: unit.session_id, unitSequence: sequence, entryIndex: index, workId: unit.work_id, kind: entry.kind, body: JSON.stringify(entry) })),
+    unit.entries.map((entry, index) =>
+      Object.assign(new SessionEntryRow(), {
+        sessionId: unit.session_id,
+        unitSequence: sequence,
+        entryIndex: index,
+        workId: unit.work_id,
+        kind: entry.kind,
+        body: JSON.stringify(entry),
+      }),
+    ),
   );
   const messages = derived.flatMap(({ unit, sequence }) =>
-    unit.messages.map((m, index) => Object.assign(new SessionMessageRow(), { sessionId: unit.session_id, unitSequence: sequence, messageIndex: index, workId: unit.work_id, role: m.role, content: m.content })),
+    unit.messages.map((m, index) =>
+      Object.assign(new SessionMessageRow(), {
+        sessionId: unit.session_id,
+        unitSequence: sequence,
+        messageIndex: index,
+        workId: unit.work_id,
+        role: m.role,
+        content: m.content,
+      }),
+    ),
   );
   await bulkInsert(manager, SessionEntryRow, entries, { rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
   await bulkInsert(manager, SessionMessageRow, messages, { rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
 }
 
 /** The first unit committed to a session writes its header; sequences only grow, so later units never replace it. */
-async function writeHeaders(manager: EntityManager, derived: readonly { unit: DerivedUnit; sequence: number }[]): Promise<void> {
+async function writeHeaders(
+  manager: EntityManager,
+  derived: readonly { unit: DerivedUnit; sequence: number }[],
+): Promise<void> {
   const first = new Map<string, { unit: DerivedUnit; sequence: number }>();
   for (const d of derived) {
     const known = first.get(d.unit.session_id);
@@ -157,11 +235,23 @@ async function writeHeaders(manager: EntityManager, derived: readonly { unit: De
   const sessions = [...first.keys()];
   const existing = new Set<string>();
   for (let i = 0; i < sessions.length; i += IDS_PER_QUERY_MAX) {
-    const rows = await manager.findBy(SessionEntryRow, { sessionId: In(sessions.slice(i, i + IDS_PER_QUERY_MAX)), unitSequence: 0 });
+    const rows = await manager.findBy(SessionEntryRow, {
+      sessionId: In(sessions.slice(i, i + IDS_PER_QUERY_MAX)),
+      unitSequence: 0,
+    });
     for (const row of rows) existing.add(row.sessionId);
   }
   const headers = [...first.values()]
     .filter((d) => !existing.has(d.unit.session_id))
-    .map(({ unit }) => Object.assign(new SessionEntryRow(), { sessionId: unit.session_id, unitSequence: 0, entryIndex: 0, workId: unit.work_id, kind: unit.header.kind, body: JSON.stringify(unit.header) }));
+    .map(({ unit }) =>
+      Object.assign(new SessionEntryRow(), {
+        sessionId: unit.session_id,
+        unitSequence: 0,
+        entryIndex: 0,
+        workId: unit.work_id,
+        kind: unit.header.kind,
+        body: JSON.stringify(unit.header),
+      }),
+    );
   await bulkInsert(manager, SessionEntryRow, headers, { rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
 }

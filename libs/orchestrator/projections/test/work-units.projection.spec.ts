@@ -23,7 +23,11 @@ import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 
 const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
-const projection = workUnitsProjection({ stream: 'T_WORK_EVENTS', filterSubject: 't.work.evt.>', deriver: workUnitDeriver as WorkUnitDeriver<unknown> });
+const projection = workUnitsProjection({
+  stream: 'T_WORK_EVENTS',
+  filterSubject: 't.work.evt.>',
+  deriver: workUnitDeriver as WorkUnitDeriver<unknown>,
+});
 const dir = mkdtempSync(join(tmpdir(), 'tally-orch-proj-'));
 const price = { input_per_mtok_units: 1_000_000, output_per_mtok_units: 2_000_000, currency: 'USD' };
 let at = Date.parse('2026-01-01T00:00:00.000Z');
@@ -32,13 +36,78 @@ const t = () => new Date((at += 1_000)).toISOString();
 function unitEvents(workId: string, sessionId: string, prompt: string, reply: string): WorkEvent[] {
   const base = { work_id: workId };
   return [
-    { type: 'WorkSubmitted', ...base, session_id: sessionId, purpose: 'execute', token_fingerprint: 'fingerprint-of-tok', route: [{ provider: 'p', model: 'm' }], messages: [{ role: 'user', content: prompt }], limits: resolveLimits({}), at: t() },
-    { type: 'AttemptStarted', ...base, ordinal: 0, reason: 'initial', leg_index: 0, provider: 'p', model: 'm', round: 0, hold_id: `h-${workId}-0`, hold_cost_units: '100', price, backoff_ms: 0, at: t() },
-    { type: 'AttemptSettled', ...base, ordinal: 0, domain: 'network', settlement: 'unknown', latency_ms: 3, error: 'reset', at: t() },
+    {
+      type: 'WorkSubmitted',
+      ...base,
+      session_id: sessionId,
+      purpose: 'execute',
+      token_fingerprint: 'fingerprint-of-tok',
+      route: [{ provider: 'p', model: 'm' }],
+      messages: [{ role: 'user', content: prompt }],
+      limits: resolveLimits({}),
+      at: t(),
+    },
+    {
+      type: 'AttemptStarted',
+      ...base,
+      ordinal: 0,
+      reason: 'initial',
+      leg_index: 0,
+      provider: 'p',
+      model: 'm',
+      round: 0,
+      hold_id: `h-${workId}-0`,
+      hold_cost_units: '100',
+      price,
+      backoff_ms: 0,
+      at: t(),
+    },
+    {
+      type: 'AttemptSettled',
+      ...base,
+      ordinal: 0,
+      domain: 'network',
+      settlement: 'unknown',
+      latency_ms: 3,
+      error: 'reset',
+      at: t(),
+    },
     { type: 'HoldSettled', ...base, ordinal: 0, hold_id: `h-${workId}-0`, outcome: 'failed_after_dispatch', at: t() },
-    { type: 'AttemptStarted', ...base, ordinal: 1, reason: 'retry', leg_index: 0, provider: 'p', model: 'm', round: 0, hold_id: `h-${workId}-1`, hold_cost_units: '9007199254740993', price, backoff_ms: 1, at: t() },
-    { type: 'AttemptSettled', ...base, ordinal: 1, domain: 'unknown', settlement: 'ok', latency_ms: 5, usage: { input_tokens: 5, output_tokens: 3 }, output: reply, at: t() },
-    { type: 'HoldSettled', ...base, ordinal: 1, hold_id: `h-${workId}-1`, outcome: 'completed', cost_units: '11', at: t() },
+    {
+      type: 'AttemptStarted',
+      ...base,
+      ordinal: 1,
+      reason: 'retry',
+      leg_index: 0,
+      provider: 'p',
+      model: 'm',
+      round: 0,
+      hold_id: `h-${workId}-1`,
+      hold_cost_units: '9007199254740993',
+      price,
+      backoff_ms: 1,
+      at: t(),
+    },
+    {
+      type: 'AttemptSettled',
+      ...base,
+      ordinal: 1,
+      domain: 'unknown',
+      settlement: 'ok',
+      latency_ms: 5,
+      usage: { input_tokens: 5, output_tokens: 3 },
+      output: reply,
+      at: t(),
+    },
+    {
+      type: 'HoldSettled',
+      ...base,
+      ordinal: 1,
+      hold_id: `h-${workId}-1`,
+      outcome: 'completed',
+      cost_units: '11',
+      at: t(),
+    },
     { type: 'WorkCompleted', ...base, winning_attempt: 1, output: reply, at: t() },
   ];
 }
@@ -46,7 +115,18 @@ function unitEvents(workId: string, sessionId: string, prompt: string, reply: st
 function stored(events: readonly WorkEvent[]): StoredEvent[] {
   return events.map((e, i) => {
     const { type, ...payload } = e;
-    return { sequence: i + 1, subject: `t.work.evt.${e.work_id}`, event: { eventId: `e${i}`, type, schemaVersion: 1, aggregateId: e.work_id, occurredAt: e.at, payload: payload as Record<string, unknown> } };
+    return {
+      sequence: i + 1,
+      subject: `t.work.evt.${e.work_id}`,
+      event: {
+        eventId: `e${i}`,
+        type,
+        schemaVersion: 1,
+        aggregateId: e.work_id,
+        occurredAt: e.at,
+        payload: payload as Record<string, unknown>,
+      },
+    };
   });
 }
 
@@ -62,7 +142,14 @@ const all = stored([...a.slice(0, 3), ...b.slice(0, 2), ...a.slice(3), ...b.slic
 
 const databases: { name: string; open: () => Promise<DataSource> }[] = [];
 let n = 0;
-const common = { entities: WORK_PROJECTION_ENTITIES, migrations: WORK_PROJECTION_MIGRATIONS, sqliteBusyTimeoutMs: 10_000, postgresPoolSize: 2, postgresConnectTimeoutMs: 5_000, postgresStatementTimeoutMs: 30_000 };
+const common = {
+  entities: WORK_PROJECTION_ENTITIES,
+  migrations: WORK_PROJECTION_MIGRATIONS,
+  sqliteBusyTimeoutMs: 10_000,
+  postgresPoolSize: 2,
+  postgresConnectTimeoutMs: 5_000,
+  postgresStatementTimeoutMs: 30_000,
+};
 databases.push({ name: 'sqlite', open: () => openDataSource({ ...common, sqlitePath: join(dir, `p${n++}.sqlite`) }) });
 const pgUrl = process.env['DATABASE_URL'];
 const schemas: string[] = [];
@@ -79,7 +166,8 @@ if (pgUrl) {
 const opened: DataSource[] = [];
 afterAll(async () => {
   for (const ds of opened) {
-    if (ds.options.type === 'postgres') await ds.query(`DROP SCHEMA IF EXISTS ${ds.driver.escape((ds.options as { schema: string }).schema)} CASCADE`);
+    if (ds.options.type === 'postgres')
+      await ds.query(`DROP SCHEMA IF EXISTS ${ds.driver.escape((ds.options as { schema: string }).schema)} CASCADE`);
     await ds.destroy();
   }
 });
@@ -87,7 +175,8 @@ afterAll(async () => {
 async function project(database: number, batchSize: number): Promise<DataSource> {
   const ds = await databases[database]!.open();
   opened.push(ds);
-  for (let i = 0; i < all.length; i += batchSize) await ds.transaction((m) => projection.apply(m, all.slice(i, i + batchSize)));
+  for (let i = 0; i < all.length; i += batchSize)
+    await ds.transaction((m) => projection.apply(m, all.slice(i, i + batchSize)));
   return ds;
 }
 
@@ -106,7 +195,17 @@ describe.each(databases.map((d, i) => [d.name, i] as const))('work-unit projecti
   it('O4 the session log reads header, then per unit prompt, receipt, reply, turn card; messages exclude receipts', async () => {
     const reads = new WorkProjectionReads(() => one.manager);
     const log = await reads.sessionLog('sess-1', 100);
-    expect(log.map((e) => e.kind)).toEqual(['header', 'message', 'receipt', 'message', 'turn-card', 'message', 'receipt', 'message', 'turn-card']);
+    expect(log.map((e) => e.kind)).toEqual([
+      'header',
+      'message',
+      'receipt',
+      'message',
+      'turn-card',
+      'message',
+      'receipt',
+      'message',
+      'turn-card',
+    ]);
     expect(log[0]).toMatchObject({ kind: 'header', work_id: 'unit-a', session_id: 'sess-1' });
     expect(await reads.sessionMessages('sess-1', 100)).toEqual([
       { role: 'user', content: 'first prompt' },
@@ -138,7 +237,9 @@ describe.each(databases.map((d, i) => [d.name, i] as const))('work-unit projecti
   });
 
   it('the serialized fold state keeps money above 2^53 exact', async () => {
-    const rows = (await one.query(`SELECT state FROM ${qualifiedTable(one, WORK_UNIT_TABLE)} WHERE work_id = 'unit-b'`)) as { state: string }[];
+    const rows = (await one.query(
+      `SELECT state FROM ${qualifiedTable(one, WORK_UNIT_TABLE)} WHERE work_id = 'unit-b'`,
+    )) as { state: string }[];
     const state = workUnitDeriver.load(rows[0]!.state);
     expect(state.attempts[1]!.hold_cost_units).toBe(9007199254740993n);
   });

@@ -103,7 +103,8 @@ class AnthropicMessagesDecoder implements StreamDecoder {
   private messageStart(message: unknown): void {
     if (!isObject(message)) throw new StreamProtocolError('message_start without a message object');
     const usage = message['usage'];
-    if (isObject(usage) && usage['input_tokens'] !== undefined) this.inputTokens = tokenCount(usage['input_tokens'], 'input_tokens');
+    if (isObject(usage) && usage['input_tokens'] !== undefined)
+      this.inputTokens = tokenCount(usage['input_tokens'], 'input_tokens');
   }
 
   private contentBlockStart(block: unknown): void {

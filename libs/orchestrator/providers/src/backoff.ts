@@ -29,8 +29,10 @@ export function backoffCeilingMs(attempt: number, baseMs: number, maxMs: number)
 
 export function backoffDelayMs(input: BackoffInput): number {
   const { attempt, baseMs, maxMs, jitter01, retryAfterMs } = input;
-  if (!Number.isInteger(attempt) || attempt < 1) throw new Error(`backoff: attempt must be an integer ≥ 1, got ${attempt}`);
-  if (!(baseMs >= 0) || !(maxMs >= baseMs)) throw new Error(`backoff: need 0 ≤ baseMs ≤ maxMs, got ${baseMs}, ${maxMs}`);
+  if (!Number.isInteger(attempt) || attempt < 1)
+    throw new Error(`backoff: attempt must be an integer ≥ 1, got ${attempt}`);
+  if (!(baseMs >= 0) || !(maxMs >= baseMs))
+    throw new Error(`backoff: need 0 ≤ baseMs ≤ maxMs, got ${baseMs}, ${maxMs}`);
   if (!(jitter01 >= 0 && jitter01 < 1)) throw new Error(`backoff: jitter01 must be in [0, 1), got ${jitter01}`);
   const ceiling = backoffCeilingMs(attempt, baseMs, maxMs);
   const floor = (input.jitter ?? 'equal') === 'equal' ? ceiling / 2 : 0;

@@ -31,9 +31,11 @@ export class CircuitBreaker {
   private readonly nowMs: () => number;
 
   constructor(private readonly options: CircuitBreakerOptions) {
-    if (!Number.isInteger(options.failureThreshold) || options.failureThreshold < 1) throw new Error('CircuitBreaker: failureThreshold must be an integer ≥ 1');
+    if (!Number.isInteger(options.failureThreshold) || options.failureThreshold < 1)
+      throw new Error('CircuitBreaker: failureThreshold must be an integer ≥ 1');
     if (!(options.coolDownMs >= 0)) throw new Error('CircuitBreaker: coolDownMs must be ≥ 0');
-    if (!Number.isInteger(options.halfOpenProbesMax) || options.halfOpenProbesMax < 1) throw new Error('CircuitBreaker: halfOpenProbesMax must be an integer ≥ 1');
+    if (!Number.isInteger(options.halfOpenProbesMax) || options.halfOpenProbesMax < 1)
+      throw new Error('CircuitBreaker: halfOpenProbesMax must be an integer ≥ 1');
     this.nowMs = options.nowMs ?? (() => Date.now());
   }
 
@@ -51,7 +53,8 @@ export class CircuitBreaker {
       this.probesInFlight = 0;
     }
     if (this.stateValue === 'half-open') {
-      if (this.probesInFlight >= this.options.halfOpenProbesMax) return { allowed: false, retryInMs: this.options.coolDownMs };
+      if (this.probesInFlight >= this.options.halfOpenProbesMax)
+        return { allowed: false, retryInMs: this.options.coolDownMs };
       this.probesInFlight++;
     }
     return { allowed: true };

@@ -51,7 +51,11 @@ export async function runAttempt(
     startedMs: performance.now(),
   };
   try {
-    const headers = { ...target.protocol.headers(target.apiKey), 'content-type': 'application/json', accept: 'text/event-stream' };
+    const headers = {
+      ...target.protocol.headers(target.apiKey),
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+    };
     const res = await target.transport.post(target.url, headers, target.protocol.body(req), state.watchdog.signal);
     state.watchdog.touch();
     const status = res.statusCode ?? 0;
@@ -59,13 +63,21 @@ export async function runAttempt(
     const contentType = String(res.headers['content-type'] ?? '');
     if (!contentType.includes('text/event-stream')) {
       res.destroy();
-      return failed(state, { domain: 'model', settlement: 'unknown', error: `expected text/event-stream, got "${contentType}"` });
+      return failed(state, {
+        domain: 'model',
+        settlement: 'unknown',
+        error: `expected text/event-stream, got "${contentType}"`,
+      });
     }
     state.streaming = true;
     const streamFailure = await consumeStream(res, state, target.limits, onProgress);
     if (streamFailure) return failed(state, streamFailure);
     if (!state.decoder.complete) {
-      return failed(state, { domain: 'unknown', settlement: 'cancelled', error: 'stream closed before the provider signalled completion' });
+      return failed(state, {
+        domain: 'unknown',
+        settlement: 'cancelled',
+        error: 'stream closed before the provider signalled completion',
+      });
     }
     const ok: DispatchOutcome = { kind: 'ok', output: state.decoder.output, latency_ms: elapsedMs(state) };
     if (state.decoder.usage) ok.usage = state.decoder.usage;
@@ -135,7 +147,12 @@ async function statusFailure(target: AttemptTarget, res: IncomingMessage, status
     const value = res.headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
-  return classifyHttpStatus(status, target.protocol.errorDetail(body), { retryAfter: header('retry-after'), retryAfterMs: header('retry-after-ms') }, Date.now());
+  return classifyHttpStatus(
+    status,
+    target.protocol.errorDetail(body),
+    { retryAfter: header('retry-after'), retryAfterMs: header('retry-after-ms') },
+    Date.now(),
+  );
 }
 
 /** Which of the table's rows a thrown error belongs to; the watchdog's verdict comes first. */
@@ -144,9 +161,17 @@ function classifyThrown(err: unknown, state: AttemptState): ClassifiedFailure {
     case 'caller':
       return { domain: 'unknown', settlement: 'cancelled', error: 'aborted by caller' };
     case 'deadline':
-      return { domain: 'deadline', settlement: 'unknown', error: `watchdog: no completion within ${state.watchdog.timeoutMs} ms` };
+      return {
+        domain: 'deadline',
+        settlement: 'unknown',
+        error: `watchdog: no completion within ${state.watchdog.timeoutMs} ms`,
+      };
     case 'idle':
-      return { domain: 'deadline', settlement: 'unknown', error: `watchdog: no chunk for ${state.watchdog.idleTimeoutMs} ms` };
+      return {
+        domain: 'deadline',
+        settlement: 'unknown',
+        error: `watchdog: no chunk for ${state.watchdog.idleTimeoutMs} ms`,
+      };
     case undefined:
       break;
   }

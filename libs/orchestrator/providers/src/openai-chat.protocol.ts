@@ -92,7 +92,8 @@ class OpenAiChatDecoder implements StreamDecoder {
     if (isObject(delta)) {
       const content = delta['content'];
       if (typeof content === 'string') this.buffer.append(content);
-      else if (content !== undefined && content !== null) throw new StreamProtocolError('delta.content is not a string');
+      else if (content !== undefined && content !== null)
+        throw new StreamProtocolError('delta.content is not a string');
     }
     if (typeof choice['finish_reason'] === 'string') this.finished = true;
   }

@@ -26,7 +26,12 @@ export interface GatewayOptions {
  */
 export const DEFAULT_GATEWAY_OPTIONS: Omit<GatewayOptions, 'env'> = {
   attempt: { idleTimeoutMs: 60_000, errorBodyMaxBytes: 8_192, sseEventMaxChars: 1_048_576, outputMaxChars: 4_194_304 },
-  connections: { socketsPerOriginMax: 2_048, socketsTotalMax: 4_096, freeSocketsPerOriginMax: 1_024, freeSocketTimeoutMs: 4_000 },
+  connections: {
+    socketsPerOriginMax: 2_048,
+    socketsTotalMax: 4_096,
+    freeSocketsPerOriginMax: 1_024,
+    freeSocketTimeoutMs: 4_000,
+  },
   breaker: { failureThreshold: 5, coolDownMs: 30_000, halfOpenProbesMax: 1 },
 };
 
@@ -81,8 +86,22 @@ export class ProviderRegistry implements ProviderGateway {
    */
   async dispatch(req: DispatchRequest, signal: AbortSignal, onProgress?: () => void): Promise<DispatchOutcome> {
     const entry = this.entries.get(req.provider);
-    if (!entry) return { kind: 'error', domain: 'request', settlement: 'failed', error: `unknown provider "${req.provider}"; no call made`, latency_ms: 0 };
-    if (signal.aborted) return { kind: 'error', domain: 'unknown', settlement: 'cancelled', error: 'aborted by caller before the call; no call made', latency_ms: 0 };
+    if (!entry)
+      return {
+        kind: 'error',
+        domain: 'request',
+        settlement: 'failed',
+        error: `unknown provider "${req.provider}"; no call made`,
+        latency_ms: 0,
+      };
+    if (signal.aborted)
+      return {
+        kind: 'error',
+        domain: 'unknown',
+        settlement: 'cancelled',
+        error: 'aborted by caller before the call; no call made',
+        latency_ms: 0,
+      };
     const permit = entry.breaker.acquire();
     if (!permit.allowed) {
       return {
@@ -96,12 +115,24 @@ export class ProviderRegistry implements ProviderGateway {
     }
     let outcome: DispatchOutcome;
     try {
-      const target = { transport: this.transport, protocol: entry.protocol, url: entry.url, apiKey: entry.apiKey, limits: this.options.attempt };
+      const target = {
+        transport: this.transport,
+        protocol: entry.protocol,
+        url: entry.url,
+        apiKey: entry.apiKey,
+        limits: this.options.attempt,
+      };
       outcome = await runAttempt(target, req, signal, onProgress);
     } catch (err) {
       // runAttempt classifies every provider failure; reaching here is a bug, but the attempt
       // may have been sent, so it is settled unknown rather than thrown at the worker.
-      outcome = { kind: 'error', domain: 'unknown', settlement: 'unknown', error: `internal: ${describeError(err)}`, latency_ms: 0 };
+      outcome = {
+        kind: 'error',
+        domain: 'unknown',
+        settlement: 'unknown',
+        error: `internal: ${describeError(err)}`,
+        latency_ms: 0,
+      };
     }
     entry.breaker.record(outcome);
     return outcome;
@@ -123,10 +154,13 @@ function buildEntry(settings: ProviderSettings, options: GatewayOptions): Provid
   } catch {
     throw new Error(`${where}.base_url is not a URL: "${settings.base_url}"`);
   }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error(`${where}.base_url must be http or https`);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:')
+    throw new Error(`${where}.base_url must be http or https`);
   const apiKey = options.env[settings.api_key_env];
   if (!apiKey) throw new Error(`${where}: environment variable ${settings.api_key_env} (api_key_env) is not set`);
   const url = new URL(`${base.href.replace(/\/+$/, '')}${protocol.path}`);
-  const breakerOptions: CircuitBreakerOptions = options.nowMs ? { ...options.breaker, nowMs: options.nowMs } : options.breaker;
+  const breakerOptions: CircuitBreakerOptions = options.nowMs
+    ? { ...options.breaker, nowMs: options.nowMs }
+    : options.breaker;
   return { settings, protocol, url, apiKey, breaker: new CircuitBreaker(breakerOptions) };
 }

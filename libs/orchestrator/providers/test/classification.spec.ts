@@ -24,13 +24,25 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
   it.each([401, 403])('auth %i is account/failed and reports its HTTP status', async (status) => {
     const model = `${kind}-auth-${status}`;
     server.script(model, [{ kind: 'status', status }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'account', settlement: 'failed', http_status: status, error: expect.stringContaining(`HTTP ${status}`) });
+    expect(await dispatchScripted(model)).toMatchObject({
+      kind: 'error',
+      domain: 'account',
+      settlement: 'failed',
+      http_status: status,
+      error: expect.stringContaining(`HTTP ${status}`),
+    });
   });
 
   it('rate limit 429 is account/failed and carries retry_after_ms from Retry-After seconds', async () => {
     const model = `${kind}-429`;
     server.script(model, [{ kind: 'status', status: 429, retryAfter: '7' }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'account', settlement: 'failed', http_status: 429, retry_after_ms: 7_000 });
+    expect(await dispatchScripted(model)).toMatchObject({
+      kind: 'error',
+      domain: 'account',
+      settlement: 'failed',
+      http_status: 429,
+      retry_after_ms: 7_000,
+    });
   });
 
   it('rate limit 429 honours a Retry-After HTTP date', async () => {
@@ -65,7 +77,12 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
   it('network: a connection reset before any byte is network/unknown', async () => {
     const model = `${kind}-reset`;
     server.script(model, [{ kind: 'reset' }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'network', settlement: 'unknown', error: expect.stringContaining('ECONNRESET') });
+    expect(await dispatchScripted(model)).toMatchObject({
+      kind: 'error',
+      domain: 'network',
+      settlement: 'unknown',
+      error: expect.stringContaining('ECONNRESET'),
+    });
     expect(server.calls(model)).toBe(1);
   });
 
@@ -73,7 +90,12 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
     const registry = registryFor({ url: `http://127.0.0.1:${await freePort()}/v1` }, kind);
     const outcome = await registry.dispatch(request('any'), noAbort());
     registry.close();
-    expect(outcome).toMatchObject({ kind: 'error', domain: 'network', settlement: 'unknown', error: expect.stringContaining('ECONNREFUSED') });
+    expect(outcome).toMatchObject({
+      kind: 'error',
+      domain: 'network',
+      settlement: 'unknown',
+      error: expect.stringContaining('ECONNREFUSED'),
+    });
   });
 
   it('network: an unresolvable host (DNS) is network/unknown', async () => {
@@ -86,7 +108,12 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
   it('unparseable response: a malformed JSON chunk is model/unknown and keeps the partial output', async () => {
     const model = `${kind}-malformed`;
     server.script(model, [{ kind: 'stream', chunks: ['half ', 'said'], end: 'malformed' }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'model', settlement: 'unknown', partial_output: 'half said' });
+    expect(await dispatchScripted(model)).toMatchObject({
+      kind: 'error',
+      domain: 'model',
+      settlement: 'unknown',
+      partial_output: 'half said',
+    });
   });
 
   it('unparseable response: a 200 that is not an event stream is model/unknown', async () => {
@@ -98,7 +125,12 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
   it('aborted mid-stream by the server is unknown/cancelled and keeps the partial output (O3)', async () => {
     const model = `${kind}-mid-stream`;
     server.script(model, [{ kind: 'stream', chunks: ['partial ', 'answer'], end: 'destroy' }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'error', domain: 'unknown', settlement: 'cancelled', partial_output: 'partial answer' });
+    expect(await dispatchScripted(model)).toMatchObject({
+      kind: 'error',
+      domain: 'unknown',
+      settlement: 'cancelled',
+      partial_output: 'partial answer',
+    });
   });
 
   it('watchdog timeout on a provider that never answers is deadline/unknown', async () => {
@@ -114,6 +146,10 @@ describe.each(KINDS)('classification table (%s)', (kind) => {
   it('success is kind ok (settlement ok) with the streamed text and the provider usage', async () => {
     const model = `${kind}-ok`;
     server.script(model, [{ kind: 'stream', chunks: ['Hel', 'lo'], usage: { input_tokens: 11, output_tokens: 2 } }]);
-    expect(await dispatchScripted(model)).toMatchObject({ kind: 'ok', output: 'Hello', usage: { input_tokens: 11, output_tokens: 2 } });
+    expect(await dispatchScripted(model)).toMatchObject({
+      kind: 'ok',
+      output: 'Hello',
+      usage: { input_tokens: 11, output_tokens: 2 },
+    });
   });
 });

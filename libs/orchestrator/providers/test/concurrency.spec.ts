@@ -16,7 +16,9 @@ afterAll(async () => {
 });
 
 function dispatchAll(registry: ProviderRegistry, model: string) {
-  return Promise.all(Array.from({ length: IN_FLIGHT }, () => registry.dispatch(request(model, { timeout_ms: 60_000 }), noAbort())));
+  return Promise.all(
+    Array.from({ length: IN_FLIGHT }, () => registry.dispatch(request(model, { timeout_ms: 60_000 }), noAbort())),
+  );
 }
 
 async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {

@@ -1,6 +1,12 @@
 // Shared set-up for the provider tests: a registry pointed at a ScriptedProvider.
 import type { ScriptedProvider } from '@tally/testing';
-import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry, type DispatchRequest, type GatewayOptions, type ProviderKind } from '../src/index.js';
+import {
+  DEFAULT_GATEWAY_OPTIONS,
+  ProviderRegistry,
+  type DispatchRequest,
+  type GatewayOptions,
+  type ProviderKind,
+} from '../src/index.js';
 
 export const KINDS: ProviderKind[] = ['openai', 'anthropic'];
 export const API_KEY = 'test-key';
@@ -25,7 +31,14 @@ export function registryFor(
 }
 
 export function request(model: string, overrides: Partial<DispatchRequest> = {}): DispatchRequest {
-  return { provider: 'scripted', model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 64, timeout_ms: 5_000, ...overrides };
+  return {
+    provider: 'scripted',
+    model,
+    messages: [{ role: 'user', content: 'hello' }],
+    max_tokens: 64,
+    timeout_ms: 5_000,
+    ...overrides,
+  };
 }
 
 /** A signal that is never aborted, for calls where the caller does not cancel. */

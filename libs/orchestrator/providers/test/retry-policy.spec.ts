@@ -58,12 +58,23 @@ describe('parseRetryAfterMs', () => {
 });
 
 describe('CircuitBreaker', () => {
-  const failure = (domain: 'network' | 'model' | 'account' | 'provider' | 'deadline'): DispatchOutcome => ({ kind: 'error', domain, settlement: 'unknown', error: domain, latency_ms: 1 });
+  const failure = (domain: 'network' | 'model' | 'account' | 'provider' | 'deadline'): DispatchOutcome => ({
+    kind: 'error',
+    domain,
+    settlement: 'unknown',
+    error: domain,
+    latency_ms: 1,
+  });
   const ok: DispatchOutcome = { kind: 'ok', output: '', latency_ms: 1 };
 
   it('O5 opens after the threshold of consecutive network/parse failures, half-opens after the cool-down, and a good probe closes it', () => {
     let now = 0;
-    const breaker = new CircuitBreaker({ failureThreshold: 3, coolDownMs: 1_000, halfOpenProbesMax: 1, nowMs: () => now });
+    const breaker = new CircuitBreaker({
+      failureThreshold: 3,
+      coolDownMs: 1_000,
+      halfOpenProbesMax: 1,
+      nowMs: () => now,
+    });
     for (const domain of ['network', 'model', 'network'] as const) {
       expect(breaker.acquire()).toEqual({ allowed: true });
       breaker.record(failure(domain));
@@ -80,7 +91,12 @@ describe('CircuitBreaker', () => {
 
   it('O5 a failed probe reopens the breaker for a fresh cool-down', () => {
     let now = 0;
-    const breaker = new CircuitBreaker({ failureThreshold: 1, coolDownMs: 500, halfOpenProbesMax: 1, nowMs: () => now });
+    const breaker = new CircuitBreaker({
+      failureThreshold: 1,
+      coolDownMs: 500,
+      halfOpenProbesMax: 1,
+      nowMs: () => now,
+    });
     breaker.acquire();
     breaker.record(failure('network'));
     now = 600;
@@ -90,7 +106,12 @@ describe('CircuitBreaker', () => {
   });
 
   it('O5 never trips on rate limits, overloads or deadlines, and a clear HTTP answer resets the count', () => {
-    const breaker = new CircuitBreaker({ failureThreshold: 2, coolDownMs: 1_000, halfOpenProbesMax: 1, nowMs: () => 0 });
+    const breaker = new CircuitBreaker({
+      failureThreshold: 2,
+      coolDownMs: 1_000,
+      halfOpenProbesMax: 1,
+      nowMs: () => 0,
+    });
     for (let i = 0; i < 20; i++) {
       breaker.acquire();
       breaker.record(failure(i % 3 === 0 ? 'account' : i % 3 === 1 ? 'provider' : 'deadline'));
@@ -115,7 +136,10 @@ describe.each(KINDS)('circuit breaker in the gateway (%s)', (kind) => {
 
   it('O5 429 and 503 never trip the breaker', async () => {
     const registry = registryFor(server, kind, { breaker });
-    server.script('busy', [...Array.from({ length: 3 }, () => ({ kind: 'status' as const, status: 429 })), ...Array.from({ length: 3 }, () => ({ kind: 'status' as const, status: 503 }))]);
+    server.script('busy', [
+      ...Array.from({ length: 3 }, () => ({ kind: 'status' as const, status: 429 })),
+      ...Array.from({ length: 3 }, () => ({ kind: 'status' as const, status: 503 })),
+    ]);
     for (let i = 0; i < 6; i++) expect((await registry.dispatch(request('busy'), noAbort())).kind).toBe('error');
     expect(registry.breakerOf('scripted')!.state).toBe('closed');
     expect(await registry.dispatch(request('busy'), noAbort())).toMatchObject({ kind: 'ok' });
@@ -131,7 +155,12 @@ describe.each(KINDS)('circuit breaker in the gateway (%s)', (kind) => {
     expect(registry.breakerOf('scripted')!.state).toBe('open');
     const callsBefore = server.calls();
     const refused = await registry.dispatch(request('flaky'), noAbort());
-    expect(refused).toMatchObject({ kind: 'error', domain: 'network', settlement: 'failed', error: expect.stringContaining('no call made') });
+    expect(refused).toMatchObject({
+      kind: 'error',
+      domain: 'network',
+      settlement: 'failed',
+      error: expect.stringContaining('no call made'),
+    });
     expect(refused.kind === 'error' && refused.retry_after_ms).toBeGreaterThan(0);
     expect(server.calls()).toBe(callsBefore);
     registry.close();

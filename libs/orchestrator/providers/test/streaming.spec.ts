@@ -2,7 +2,12 @@
 // callbacks, caller aborts that keep partial output (O3), the watchdogs, and in-stream errors.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ScriptedProvider } from '@tally/testing';
-import { DEFAULT_GATEWAY_OPTIONS, type DispatchOutcome, type DispatchRequest, type ProviderKind } from '../src/index.js';
+import {
+  DEFAULT_GATEWAY_OPTIONS,
+  type DispatchOutcome,
+  type DispatchRequest,
+  type ProviderKind,
+} from '../src/index.js';
 import { API_KEY, KINDS, noAbort, registryFor, request } from './gateway.fixture.js';
 
 let server: ScriptedProvider;
@@ -13,7 +18,13 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function dispatchOnce(kind: ProviderKind, req: DispatchRequest, signal = noAbort(), onProgress?: () => void, idleTimeoutMs?: number): Promise<DispatchOutcome> {
+async function dispatchOnce(
+  kind: ProviderKind,
+  req: DispatchRequest,
+  signal = noAbort(),
+  onProgress?: () => void,
+  idleTimeoutMs?: number,
+): Promise<DispatchOutcome> {
   const attempt = { ...DEFAULT_GATEWAY_OPTIONS.attempt, ...(idleTimeoutMs ? { idleTimeoutMs } : {}) };
   const registry = registryFor(server, kind, { attempt });
   try {
@@ -24,18 +35,39 @@ async function dispatchOnce(kind: ProviderKind, req: DispatchRequest, signal = n
 }
 
 describe.each(KINDS)('streaming (%s)', (kind) => {
-  it.each([2, 5, 13])('O8 parses a stream delivered in %i-byte fragments, splitting events and UTF-8 anywhere', async (fragmentBytes) => {
-    const model = `${kind}-fragments-${fragmentBytes}`;
-    server.script(model, [{ kind: 'stream', chunks: ['Grüße ', '— ', '日本', ' 🎉'], fragmentBytes, lineEnding: '\r\n', heartbeat: true, usage: { input_tokens: 9, output_tokens: 4 } }]);
-    // Hundreds of tiny writes are slow on a loaded machine; this test is about parsing, not time.
-    const outcome = await dispatchOnce(kind, request(model, { timeout_ms: 60_000 }));
-    expect(outcome).toMatchObject({ kind: 'ok', output: 'Grüße — 日本 🎉', usage: { input_tokens: 9, output_tokens: 4 } });
-  });
+  it.each([2, 5, 13])(
+    'O8 parses a stream delivered in %i-byte fragments, splitting events and UTF-8 anywhere',
+    async (fragmentBytes) => {
+      const model = `${kind}-fragments-${fragmentBytes}`;
+      server.script(model, [
+        {
+          kind: 'stream',
+          chunks: ['Grüße ', '— ', '日本', ' 🎉'],
+          fragmentBytes,
+          lineEnding: '\r\n',
+          heartbeat: true,
+          usage: { input_tokens: 9, output_tokens: 4 },
+        },
+      ]);
+      // Hundreds of tiny writes are slow on a loaded machine; this test is about parsing, not time.
+      const outcome = await dispatchOnce(kind, request(model, { timeout_ms: 60_000 }));
+      expect(outcome).toMatchObject({
+        kind: 'ok',
+        output: 'Grüße — 日本 🎉',
+        usage: { input_tokens: 9, output_tokens: 4 },
+      });
+    },
+  );
 
   it('O8 extracts usage from the stream and maps it to input/output tokens', async () => {
     const model = `${kind}-usage`;
     server.script(model, [{ kind: 'stream', chunks: ['a'], usage: { input_tokens: 1234, output_tokens: 567 } }]);
-    expect(await dispatchOnce(kind, request(model))).toEqual({ kind: 'ok', output: 'a', usage: { input_tokens: 1234, output_tokens: 567 }, latency_ms: expect.any(Number) });
+    expect(await dispatchOnce(kind, request(model))).toEqual({
+      kind: 'ok',
+      output: 'a',
+      usage: { input_tokens: 1234, output_tokens: 567 },
+      latency_ms: expect.any(Number),
+    });
   });
 
   it('usage the provider did not report stays absent (absent is unknown, never zero)', async () => {
@@ -48,13 +80,25 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
 
   it('sends the request the provider API expects, with the API key from api_key_env', async () => {
     const model = `${kind}-wire`;
-    await dispatchOnce(kind, request(model, { messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }], max_tokens: 42 }));
+    await dispatchOnce(
+      kind,
+      request(model, {
+        messages: [
+          { role: 'system', content: 'be brief' },
+          { role: 'user', content: 'hi' },
+        ],
+        max_tokens: 42,
+      }),
+    );
     const seen = server.requests.filter((r) => r.model === model)[0]!;
     expect(seen.api).toBe(kind);
     expect(seen.body).toMatchObject({ model, max_tokens: 42, stream: true });
     if (kind === 'openai') {
       expect(seen.headers['authorization']).toBe(`Bearer ${API_KEY}`);
-      expect(seen.body).toMatchObject({ stream_options: { include_usage: true }, messages: [{ role: 'system' }, { role: 'user' }] });
+      expect(seen.body).toMatchObject({
+        stream_options: { include_usage: true },
+        messages: [{ role: 'system' }, { role: 'user' }],
+      });
     } else {
       expect(seen.headers['x-api-key']).toBe(API_KEY);
       expect(seen.headers['anthropic-version']).toBe('2023-06-01');
@@ -79,7 +123,13 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
     // Abort once the hanging stream has delivered its chunks.
     setTimeout(() => controller.abort(), 300);
     const outcome = await dispatchOnce(kind, request(model), controller.signal);
-    expect(outcome).toMatchObject({ kind: 'error', domain: 'unknown', settlement: 'cancelled', partial_output: 'first second', error: 'aborted by caller' });
+    expect(outcome).toMatchObject({
+      kind: 'error',
+      domain: 'unknown',
+      settlement: 'cancelled',
+      partial_output: 'first second',
+      error: 'aborted by caller',
+    });
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
@@ -88,14 +138,21 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
     server.script(model, [{ kind: 'hang' }]);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    expect(await dispatchOnce(kind, request(model), controller.signal)).toMatchObject({ kind: 'error', domain: 'unknown', settlement: 'cancelled' });
+    expect(await dispatchOnce(kind, request(model), controller.signal)).toMatchObject({
+      kind: 'error',
+      domain: 'unknown',
+      settlement: 'cancelled',
+    });
   });
 
   it('an already-aborted signal makes no call', async () => {
     const model = `${kind}-pre-aborted`;
     const controller = new AbortController();
     controller.abort();
-    expect(await dispatchOnce(kind, request(model), controller.signal)).toMatchObject({ domain: 'unknown', settlement: 'cancelled' });
+    expect(await dispatchOnce(kind, request(model), controller.signal)).toMatchObject({
+      domain: 'unknown',
+      settlement: 'cancelled',
+    });
     expect(server.calls(model)).toBe(0);
   });
 
@@ -103,7 +160,13 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
     const model = `${kind}-stall`;
     server.script(model, [{ kind: 'stream', chunks: ['so far'], end: 'hang' }]);
     const outcome = await dispatchOnce(kind, request(model, { timeout_ms: 10_000 }), noAbort(), undefined, 200);
-    expect(outcome).toMatchObject({ kind: 'error', domain: 'deadline', settlement: 'unknown', partial_output: 'so far', error: expect.stringContaining('no chunk for 200 ms') });
+    expect(outcome).toMatchObject({
+      kind: 'error',
+      domain: 'deadline',
+      settlement: 'unknown',
+      partial_output: 'so far',
+      error: expect.stringContaining('no chunk for 200 ms'),
+    });
     expect(outcome.latency_ms).toBeLessThan(5_000);
   });
 
@@ -111,7 +174,12 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
     const model = `${kind}-slow`;
     server.script(model, [{ kind: 'stream', chunks: Array.from({ length: 50 }, () => 'x'), chunkDelayMs: 40 }]);
     const outcome = await dispatchOnce(kind, request(model, { timeout_ms: 400 }));
-    expect(outcome).toMatchObject({ kind: 'error', domain: 'deadline', settlement: 'unknown', partial_output: expect.stringMatching(/^x+$/) });
+    expect(outcome).toMatchObject({
+      kind: 'error',
+      domain: 'deadline',
+      settlement: 'unknown',
+      partial_output: expect.stringMatching(/^x+$/),
+    });
   });
 
   it('an error event after output is classified by its type and settles unknown, keeping the partial output', async () => {
@@ -119,7 +187,12 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
     const errorType = kind === 'openai' ? 'rate_limit_exceeded' : 'overloaded_error';
     server.script(model, [{ kind: 'stream', chunks: ['began'], end: 'error-event', errorType }]);
     const domain = kind === 'openai' ? 'account' : 'provider';
-    expect(await dispatchOnce(kind, request(model))).toMatchObject({ kind: 'error', domain, settlement: 'unknown', partial_output: 'began' });
+    expect(await dispatchOnce(kind, request(model))).toMatchObject({
+      kind: 'error',
+      domain,
+      settlement: 'unknown',
+      partial_output: 'began',
+    });
   });
 
   it('ends the attempt at the terminal event even if the server keeps the response open', async () => {
@@ -141,8 +214,16 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
 
   it('a stream that closes cleanly before the provider signalled completion is unknown/cancelled', async () => {
     const model = `${kind}-truncated`;
-    const body = kind === 'openai' ? 'data: {"choices":[{"index":0,"delta":{"content":"cut"}}]}\n\n' : 'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"cut"}}\n\n';
+    const body =
+      kind === 'openai'
+        ? 'data: {"choices":[{"index":0,"delta":{"content":"cut"}}]}\n\n'
+        : 'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"cut"}}\n\n';
     server.script(model, [{ kind: 'raw', body }]);
-    expect(await dispatchOnce(kind, request(model))).toMatchObject({ kind: 'error', domain: 'unknown', settlement: 'cancelled', partial_output: 'cut' });
+    expect(await dispatchOnce(kind, request(model))).toMatchObject({
+      kind: 'error',
+      domain: 'unknown',
+      settlement: 'cancelled',
+      partial_output: 'cut',
+    });
   });
 });

@@ -27,7 +27,8 @@ export async function bootOrExit(service: string, main: () => Promise<void>): Pr
 }
 
 export function describeBootError(error: unknown): string {
-  if (error instanceof ConfigError) return `${error.message}\nFix the setting (file named by TALLY_CONFIG, or the environment variable) and start again.`;
+  if (error instanceof ConfigError)
+    return `${error.message}\nFix the setting (file named by TALLY_CONFIG, or the environment variable) and start again.`;
   if (error instanceof DependencyUnavailable) return error.message;
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);

@@ -51,7 +51,9 @@ export function loadConfig(env: Env = process.env): TallyConfig {
 
 export function validateConfig(raw: Record<string, unknown>, sources: Map<string, string> = new Map()): TallyConfig {
   const config = plainToInstance(TallyConfig, raw, { exposeDefaultValues: true });
-  const errors: FieldError[] = flattenValidationErrors(validateSync(config, { whitelist: true, forbidNonWhitelisted: true }));
+  const errors: FieldError[] = flattenValidationErrors(
+    validateSync(config, { whitelist: true, forbidNonWhitelisted: true }),
+  );
   errors.push(...validatePrices(config));
   if (errors.length > 0) {
     throw new ConfigError(errors.map((e) => `${e.field}: ${e.message}${sourceOf(e.field, sources)}`));
@@ -64,7 +66,8 @@ function validatePrices(config: TallyConfig): FieldError[] {
   config.providers.forEach((provider, index) => {
     for (const [model, price] of Object.entries(provider.models ?? {})) {
       const instance = plainToInstance(ModelPrice, price);
-      for (const e of flattenValidationErrors(validateSync(instance), `providers.${index}.models.${model}`)) errors.push(e);
+      for (const e of flattenValidationErrors(validateSync(instance), `providers.${index}.models.${model}`))
+        errors.push(e);
       provider.models[model] = instance;
     }
   });
@@ -76,18 +79,29 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError([`TALLY_CONFIG: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
+    throw new ConfigError([
+      `TALLY_CONFIG: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    ]);
   }
   try {
     const parsed: unknown = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the top level must be an object');
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new Error('the top level must be an object');
     return parsed as Record<string, unknown>;
   } catch (error) {
-    throw new ConfigError([`TALLY_CONFIG: ${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`]);
+    throw new ConfigError([
+      `TALLY_CONFIG: ${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`,
+    ]);
   }
 }
 
-function mergeInto(target: Record<string, unknown>, source: Record<string, unknown>, origin: string, sources: Map<string, string>, prefix: string) {
+function mergeInto(
+  target: Record<string, unknown>,
+  source: Record<string, unknown>,
+  origin: string,
+  sources: Map<string, string>,
+  prefix: string,
+) {
   for (const [key, value] of Object.entries(source)) {
     const path = prefix ? `${prefix}.${key}` : key;
     if (value && typeof value === 'object' && !Array.isArray(value) && key !== 'models') {
@@ -100,7 +114,13 @@ function mergeInto(target: Record<string, unknown>, source: Record<string, unkno
   }
 }
 
-function setPath(target: Record<string, unknown>, path: string, value: unknown, sources: Map<string, string>, origin: string) {
+function setPath(
+  target: Record<string, unknown>,
+  path: string,
+  value: unknown,
+  sources: Map<string, string>,
+  origin: string,
+) {
   const keys = path.split('.');
   let node = target;
   for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>;

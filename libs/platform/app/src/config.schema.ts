@@ -127,6 +127,7 @@ export class TallyConfig {
   @ValidateNested() @Type(() => ProjectionsConfig) projections = new ProjectionsConfig();
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
-  @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] = [];
+  @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] =
+    [];
   @IsIn(['debug', 'info', 'warn', 'error']) log_level: 'debug' | 'info' | 'warn' | 'error' = 'info';
 }

@@ -27,7 +27,10 @@ export class ReadinessRegistry {
   private async runOne(check: ReadinessCheck): Promise<{ ok: boolean; details?: unknown; error?: string }> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<{ ok: boolean; error: string }>((resolve) => {
-      timer = setTimeout(() => resolve({ ok: false, error: `timed out after ${this.checkTimeoutMs} ms` }), this.checkTimeoutMs);
+      timer = setTimeout(
+        () => resolve({ ok: false, error: `timed out after ${this.checkTimeoutMs} ms` }),
+        this.checkTimeoutMs,
+      );
     });
     try {
       return await Promise.race([check.check(), timeout]);

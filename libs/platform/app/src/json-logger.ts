@@ -30,7 +30,9 @@ export class JsonLogger implements LoggerService {
   /** Our own structured entry point: a message plus fields. */
   event(level: LogLevel, msg: string, fields: Record<string, unknown> = {}) {
     if (LEVELS[level] < LEVELS[this.minLevel]) return;
-    this.write(JSON.stringify({ time: new Date().toISOString(), level, service: this.service, msg, ...fields }, jsonSafe));
+    this.write(
+      JSON.stringify({ time: new Date().toISOString(), level, service: this.service, msg, ...fields }, jsonSafe),
+    );
   }
 
   private emit(level: LogLevel, message: unknown, rest: unknown[]) {

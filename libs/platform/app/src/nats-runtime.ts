@@ -58,11 +58,20 @@ export async function startNatsRuntime(config: TallyConfig, service: string): Pr
   }
   const js = jetstream(nc, { timeout: config.nats.publish_timeout_ms });
   const jsm = await jetstreamManager(nc, { timeout: config.nats.publish_timeout_ms }).catch((error: unknown) => {
-    throw new DependencyUnavailable(`JetStream on ${config.nats.url}`, 'The server must run with JetStream enabled (-js).', error);
+    throw new DependencyUnavailable(
+      `JetStream on ${config.nats.url}`,
+      'The server must run with JetStream enabled (-js).',
+      error,
+    );
   });
   const specs = tallyStreamSpecs(names, streamLimitsOf(config));
   await provisionTallyStreams(jsm, names, streamLimitsOf(config));
-  const durability = await readDurabilityReport(nc, jsm, specs.map((s) => s.name), { assumeSyncAlways: config.nats.assume_sync_always });
+  const durability = await readDurabilityReport(
+    nc,
+    jsm,
+    specs.map((s) => s.name),
+    { assumeSyncAlways: config.nats.assume_sync_always },
+  );
   const readiness: ReadinessCheck = {
     name: 'nats',
     async check() {

@@ -1,7 +1,14 @@
 // HTTP errors as application/problem+json (RFC 9457) with an `errors` list naming each
 // bad field. Rejected input is also handed to a sink, which the apps point at the
 // dead-letter stream, so bad requests are visible to operators and never lost.
-import { ArgumentsHost, Catch, HttpException, HttpStatus, type ExceptionFilter, type ValidationPipe } from '@nestjs/common';
+import {
+  ArgumentsHost,
+  Catch,
+  HttpException,
+  HttpStatus,
+  type ExceptionFilter,
+  type ValidationPipe,
+} from '@nestjs/common';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
 import { FastValidationPipe } from '@tally/platform-nest';
 
@@ -23,7 +30,8 @@ export function problemValidationPipe(): ValidationPipe {
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
     transform: true,
-    exceptionFactory: (errors) => new ProblemException(400, 'validation', 'The request is invalid', flattenValidationErrors(errors)),
+    exceptionFactory: (errors) =>
+      new ProblemException(400, 'validation', 'The request is invalid', flattenValidationErrors(errors)),
   });
 }
 
@@ -63,7 +71,13 @@ export class ProblemFilter implements ExceptionFilter {
     const problem = toProblem(exception);
     if (problem.status >= 500) this.onUnexpected?.(exception);
     if (problem.status === 400 && this.sink) {
-      const rejected = { method: req.method, path: req.originalUrl ?? req.url, body: req.body, status: problem.status, errors: problem.errors };
+      const rejected = {
+        method: req.method,
+        path: req.originalUrl ?? req.url,
+        body: req.body,
+        status: problem.status,
+        errors: problem.errors,
+      };
       await this.sink(rejected).catch((error: unknown) => this.onUnexpected?.(error));
     }
     res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
@@ -79,7 +93,14 @@ export const PROBLEM_JSON_SCHEMA = {
     title: { type: 'string' },
     status: { type: 'integer' },
     detail: { type: 'string' },
-    errors: { type: 'array', items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } } },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['field', 'message'],
+        properties: { field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
   },
 } as const;
 
@@ -93,15 +114,24 @@ export interface Problem {
 
 export function toProblem(exception: unknown): Problem {
   if (exception instanceof ProblemException) {
-    const p: Problem = { type: exception.problemType, title: exception.title, status: exception.getStatus(), errors: exception.errors };
+    const p: Problem = {
+      type: exception.problemType,
+      title: exception.title,
+      status: exception.getStatus(),
+      errors: exception.errors,
+    };
     if (exception.detail) p.detail = exception.detail;
     return p;
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
-    const type = status === 404 ? 'not_found' : status === 400 ? 'bad_request' : status === 409 ? 'conflict' : 'http_error';
+    const type =
+      status === 404 ? 'not_found' : status === 400 ? 'bad_request' : status === 409 ? 'conflict' : 'http_error';
     const body = exception.getResponse();
-    const message = typeof body === 'object' && body && 'message' in body ? String((body as { message: unknown }).message) : exception.message;
+    const message =
+      typeof body === 'object' && body && 'message' in body
+        ? String((body as { message: unknown }).message)
+        : exception.message;
     // Body parser failures (malformed JSON) arrive as plain 400s: name the body as the field.
     const errors = status === 400 ? [{ field: '$', message }] : [];
     return { type, title: exception.message, status, errors };

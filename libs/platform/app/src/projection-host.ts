@@ -30,7 +30,13 @@ export interface ProjectionHostOptions {
 }
 
 /** The host's limits as the services run it. batchWaitMs 0: a batch is what has arrived; under load batches grow on their own while the previous one commits. */
-export const PROJECTION_HOST_LIMITS = { leaseRenewMs: 3_000, restartDelayMaxMs: 30_000, batchSizeMax: 500, batchWaitMs: 0, waitPollMs: 5 } as const;
+export const PROJECTION_HOST_LIMITS = {
+  leaseRenewMs: 3_000,
+  restartDelayMaxMs: 30_000,
+  batchSizeMax: 500,
+  batchWaitMs: 0,
+  waitPollMs: 5,
+} as const;
 
 /** What the rest of a service sees of its projections, wherever they run (this thread or a worker thread). */
 export interface Projections {
@@ -64,7 +70,9 @@ export class ProjectionHost implements Projections {
           prefetchMessagesMax: 4_096,
           idleHeartbeatMs: 5_000,
           pullExpiresMs: 30_000,
-          ...(options.onCommitted ? { onCommitted: (checkpoint: number) => options.onCommitted!(spec.projection.name, checkpoint) } : {}),
+          ...(options.onCommitted
+            ? { onCommitted: (checkpoint: number) => options.onCommitted!(spec.projection.name, checkpoint) }
+            : {}),
         }),
     );
   }
@@ -88,7 +96,13 @@ export class ProjectionHost implements Projections {
     // On the replica that runs the projection, wait for the runner itself; elsewhere, poll.
     const local = this.running ? this.runners.find((r) => r.projection.name === projectionName) : undefined;
     if (local && (await local.waitCommitted(sequence, timeoutMs))) return true;
-    return pollCheckpoint(this.options.dataSource, spec.projection, sequence, local ? 0 : timeoutMs, this.options.waitPollMs);
+    return pollCheckpoint(
+      this.options.dataSource,
+      spec.projection,
+      sequence,
+      local ? 0 : timeoutMs,
+      this.options.waitPollMs,
+    );
   }
 
   /** Whether this replica holds the lease, and how often a halted runner was restarted. */
@@ -119,7 +133,9 @@ export class ProjectionHost implements Projections {
 
   private startRunners(): void {
     this.running = true;
-    this.options.logger.event('info', 'projection lease taken; running projections', { projections: this.runners.map((r) => r.projection.name) });
+    this.options.logger.event('info', 'projection lease taken; running projections', {
+      projections: this.runners.map((r) => r.projection.name),
+    });
     for (const runner of this.runners) void this.supervise(runner);
   }
 
@@ -131,7 +147,11 @@ export class ProjectionHost implements Projections {
         return;
       } catch (error) {
         this.restarts++;
-        this.options.logger.event('error', 'projection halted; restarting', { projection: runner.projection.name, error: (error as Error).message, delay_ms: delayMs });
+        this.options.logger.event('error', 'projection halted; restarting', {
+          projection: runner.projection.name,
+          error: (error as Error).message,
+          delay_ms: delayMs,
+        });
         await new Promise((r) => setTimeout(r, delayMs));
         delayMs = Math.min(delayMs * 2, this.options.restartDelayMaxMs);
       }

@@ -24,7 +24,13 @@ export class ProjectionLease {
 
   static async open(options: LeaseOptions): Promise<ProjectionLease> {
     if (!(options.ttlMs >= 1_000)) throw new Error('lease ttlMs must be at least 1000');
-    const kv = await new Kvm(options.js).create(options.bucket, { history: 1, ttl: options.ttlMs, replicas: options.replicas, max_bytes: 1_048_576, maxValueSize: 1_024 });
+    const kv = await new Kvm(options.js).create(options.bucket, {
+      history: 1,
+      ttl: options.ttlMs,
+      replicas: options.replicas,
+      max_bytes: 1_048_576,
+      maxValueSize: 1_024,
+    });
     return new ProjectionLease(kv, options);
   }
 
@@ -35,7 +41,9 @@ export class ProjectionLease {
   /** Takes the lease if free (or renews it if held). Returns whether this holder now has it. */
   async tryAcquire(): Promise<boolean> {
     try {
-      this.revision = this.held ? await this.kv.update(this.options.key, this.options.holderId, this.revision) : await this.take();
+      this.revision = this.held
+        ? await this.kv.update(this.options.key, this.options.holderId, this.revision)
+        : await this.take();
       return true;
     } catch {
       // Someone else holds it, or our renewal lost a race: either way we are not the leader.
@@ -51,7 +59,8 @@ export class ProjectionLease {
    */
   private async take(): Promise<number> {
     const current = await this.kv.get(this.options.key);
-    if (current && current.operation === 'PUT' && current.string() === this.options.holderId) return this.kv.update(this.options.key, this.options.holderId, current.revision);
+    if (current && current.operation === 'PUT' && current.string() === this.options.holderId)
+      return this.kv.update(this.options.key, this.options.holderId, current.revision);
     return this.kv.create(this.options.key, this.options.holderId);
   }
 

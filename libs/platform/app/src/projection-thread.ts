@@ -45,10 +45,15 @@ export class ProjectionThread implements Projections {
   private restarts = 0;
   private threadRestarts = 0;
   /** Per projection: what the thread has reported, and the requests waiting on it. */
-  private readonly watches: ReadonlyMap<string, { readonly projection: { name: string; stream: string }; readonly watch: CommitWatch }>;
+  private readonly watches: ReadonlyMap<
+    string,
+    { readonly projection: { name: string; stream: string }; readonly watch: CommitWatch }
+  >;
 
   constructor(private readonly options: ProjectionThreadOptions) {
-    this.watches = new Map(options.projections.map((projection) => [projection.name, { projection, watch: new CommitWatch() }]));
+    this.watches = new Map(
+      options.projections.map((projection) => [projection.name, { projection, watch: new CommitWatch() }]),
+    );
   }
 
   /** Rejects when the first thread does not start: the service should not boot without its projections. */
@@ -59,11 +64,19 @@ export class ProjectionThread implements Projections {
   /** A restarted thread that fails exits, and is restarted again after a longer delay. */
   private spawn(restart: boolean): Promise<void> {
     const { service, instanceId, projectorUrl } = this.options;
-    const worker = new Worker(WORKER_URL, { workerData: { service, instanceId, projectorUrl } satisfies ProjectionThreadData });
+    const worker = new Worker(WORKER_URL, {
+      workerData: { service, instanceId, projectorUrl } satisfies ProjectionThreadData,
+    });
     this.worker = worker;
     let started = false;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => (reject(new Error(`the projection thread did not start within ${this.options.startTimeoutMs} ms`)), void worker.terminate()), this.options.startTimeoutMs);
+      const timer = setTimeout(
+        () => (
+          reject(new Error(`the projection thread did not start within ${this.options.startTimeoutMs} ms`)),
+          void worker.terminate()
+        ),
+        this.options.startTimeoutMs,
+      );
       worker.on('message', (message: FromProjectionThread) => {
         if (message.kind === 'started') {
           clearTimeout(timer);
@@ -76,7 +89,9 @@ export class ProjectionThread implements Projections {
         }
         this.onMessage(message);
       });
-      worker.on('error', (error) => this.options.logger.event('error', 'projection thread crashed', { error: error.message }));
+      worker.on('error', (error) =>
+        this.options.logger.event('error', 'projection thread crashed', { error: error.message }),
+      );
       worker.once('exit', (code) => {
         clearTimeout(timer);
         if (this.worker === worker && (started || restart)) this.onExit(code);
@@ -105,9 +120,16 @@ export class ProjectionThread implements Projections {
     if (this.stopping) return;
     this.threadRestarts++;
     const delayMs = Math.min(100 * 2 ** Math.min(this.threadRestarts, 10), this.options.restartDelayMaxMs);
-    this.options.logger.event('error', 'projection thread exited; restarting it', { code, restarts: this.threadRestarts, delay_ms: delayMs });
+    this.options.logger.event('error', 'projection thread exited; restarting it', {
+      code,
+      restarts: this.threadRestarts,
+      delay_ms: delayMs,
+    });
     setTimeout(() => {
-      if (!this.stopping) this.spawn(true).catch((error: unknown) => this.options.logger.event('error', 'projection thread did not restart', { error: String(error) }));
+      if (!this.stopping)
+        this.spawn(true).catch((error: unknown) =>
+          this.options.logger.event('error', 'projection thread did not restart', { error: String(error) }),
+        );
     }, delayMs);
   }
 
@@ -117,7 +139,13 @@ export class ProjectionThread implements Projections {
     if (watched.watch.checkpoint >= sequence) return true;
     if (this.leader && (await watched.watch.wait(sequence, timeoutMs))) return true;
     // Another replica runs the projections (or ours just stopped): the database has the answer.
-    return pollCheckpoint(this.options.dataSource, watched.projection, sequence, this.leader ? 0 : timeoutMs, this.options.waitPollMs);
+    return pollCheckpoint(
+      this.options.dataSource,
+      watched.projection,
+      sequence,
+      this.leader ? 0 : timeoutMs,
+      this.options.waitPollMs,
+    );
   }
 
   readiness(): ReadinessCheck {
@@ -125,7 +153,16 @@ export class ProjectionThread implements Projections {
       name: 'projections',
       check: async () => {
         const checkpoints = Object.fromEntries([...this.watches].map(([name, { watch }]) => [name, watch.checkpoint]));
-        return { ok: this.started, details: { worker_thread: this.started, leader: this.leader, restarts: this.restarts, thread_restarts: this.threadRestarts, checkpoints } };
+        return {
+          ok: this.started,
+          details: {
+            worker_thread: this.started,
+            leader: this.leader,
+            restarts: this.restarts,
+            thread_restarts: this.threadRestarts,
+            checkpoints,
+          },
+        };
       },
     };
   }

@@ -24,10 +24,23 @@ async function main(): Promise<void> {
   const logger = new JsonLogger(data.service, config.log_level);
   const names = tallyNames(config.nats.namespace);
   const projector = await importProjector(data.projectorUrl);
-  const nc = await connectNats({ url: config.nats.url, name: `${data.service}-projector`, connectTimeoutMs: config.nats.connect_timeout_ms, maxReconnectAttempts: -1, reconnectTimeWaitMs: config.nats.reconnect_time_wait_ms });
+  const nc = await connectNats({
+    url: config.nats.url,
+    name: `${data.service}-projector`,
+    connectTimeoutMs: config.nats.connect_timeout_ms,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: config.nats.reconnect_time_wait_ms,
+  });
   const js = jetstream(nc, { timeout: config.nats.publish_timeout_ms });
   const dataSource = await openServiceDatabase(config, projector.database);
-  const lease = await ProjectionLease.open({ js, bucket: leaseBucketName(names.namespace), key: projectorLeaseKey(data.service), holderId: data.instanceId, ttlMs: PROJECTOR_LEASE_TTL_MS, replicas: config.streams.replicas });
+  const lease = await ProjectionLease.open({
+    js,
+    bucket: leaseBucketName(names.namespace),
+    key: projectorLeaseKey(data.service),
+    holderId: data.instanceId,
+    ttlMs: PROJECTOR_LEASE_TTL_MS,
+    replicas: config.streams.replicas,
+  });
   const host = new ProjectionHost({
     ...PROJECTION_HOST_LIMITS,
     js,

@@ -27,6 +27,7 @@ export interface ProjectorDefinition {
 /** Loads `projector` from the module at `url`, and says clearly when it is not there. */
 export async function importProjector(url: string): Promise<ProjectorModule> {
   const loaded = (await import(url)) as { projector?: ProjectorModule };
-  if (!loaded.projector || typeof loaded.projector.specs !== 'function') throw new Error(`${url} does not export a projector`);
+  if (!loaded.projector || typeof loaded.projector.specs !== 'function')
+    throw new Error(`${url} does not export a projector`);
   return loaded.projector;
 }

@@ -27,11 +27,19 @@ export function runnerFor(js: JetStreamClient, dataSource: DataSource, spec: Pro
   });
 }
 
-export async function rebuildAll(nats: NatsRuntime, dataSource: DataSource, specs: readonly ProjectionSpec[], progress: ReplayProgress): Promise<Map<string, CatchUpResult>> {
+export async function rebuildAll(
+  nats: NatsRuntime,
+  dataSource: DataSource,
+  specs: readonly ProjectionSpec[],
+  progress: ReplayProgress,
+): Promise<Map<string, CatchUpResult>> {
   const results = new Map<string, CatchUpResult>();
   for (const spec of specs) {
     const runner = runnerFor(nats.js, dataSource, spec);
-    results.set(spec.projection.name, await runner.rebuild({ onProgress: (done, total) => progress(spec.projection.name, done, total) }));
+    results.set(
+      spec.projection.name,
+      await runner.rebuild({ onProgress: (done, total) => progress(spec.projection.name, done, total) }),
+    );
   }
   return results;
 }
@@ -71,7 +79,14 @@ export async function verifyAll(
       }
       const liveDigest = await projectionDigest(live, spec.projection.tables);
       const rebuiltDigest = await projectionDigest(scratch, spec.projection.tables);
-      outcome = { projection: spec.projection.name, liveDigest, rebuiltDigest, liveCheckpoint, rebuiltCheckpoint, equal: liveDigest === rebuiltDigest && liveCheckpoint === rebuiltCheckpoint };
+      outcome = {
+        projection: spec.projection.name,
+        liveDigest,
+        rebuiltDigest,
+        liveCheckpoint,
+        rebuiltCheckpoint,
+        equal: liveDigest === rebuiltDigest && liveCheckpoint === rebuiltCheckpoint,
+      };
       if (outcome.equal || liveCheckpoint === rebuiltCheckpoint) break;
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -52,11 +52,27 @@ export function leaseBucketOf(nats: NatsRuntime): string {
  * processes run it at once ("table tally_migrations already exists"), so they take
  * turns. The lock is a lease in NATS KV: a holder that dies frees it after its TTL.
  */
-export async function openServiceDatabaseLocked(config: TallyConfig, database: ServiceDatabase, nats: NatsRuntime, holderId: string): Promise<DataSource> {
-  const lock = await ProjectionLease.open({ js: nats.js, bucket: leaseBucketOf(nats), key: 'migrations', holderId, ttlMs: 10_000, replicas: config.streams.replicas });
+export async function openServiceDatabaseLocked(
+  config: TallyConfig,
+  database: ServiceDatabase,
+  nats: NatsRuntime,
+  holderId: string,
+): Promise<DataSource> {
+  const lock = await ProjectionLease.open({
+    js: nats.js,
+    bucket: leaseBucketOf(nats),
+    key: 'migrations',
+    holderId,
+    ttlMs: 10_000,
+    replicas: config.streams.replicas,
+  });
   const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
   while (!(await lock.tryAcquire())) {
-    if (Date.now() > deadline) throw new DependencyUnavailable('The migration lock', `Another process has held it for over ${MIGRATION_LOCK_WAIT_MS} ms.`);
+    if (Date.now() > deadline)
+      throw new DependencyUnavailable(
+        'The migration lock',
+        `Another process has held it for over ${MIGRATION_LOCK_WAIT_MS} ms.`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
   const renew = setInterval(() => void lock.tryAcquire(), 3_000);

@@ -17,7 +17,12 @@ import { problemValidationPipe, ProblemFilter, type RejectedRequest } from './pr
 import { PROJECTION_HOST_LIMITS, ProjectionHost, type Projections } from './projection-host.js';
 import { ProjectionThread } from './projection-thread.js';
 import type { ProjectorDefinition } from './projector.js';
-import { leaseBucketOf, openServiceDatabaseLocked, projectorLeaseKey, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
+import {
+  leaseBucketOf,
+  openServiceDatabaseLocked,
+  projectorLeaseKey,
+  PROJECTOR_LEASE_TTL_MS,
+} from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
@@ -64,11 +69,12 @@ class OpenApiController {
 @Module({})
 class HostModule {}
 
-
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
   const nats = await startNatsRuntime(config, definition.service);
-  logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', { durability: nats.durability });
+  logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', {
+    durability: nats.durability,
+  });
   const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
   const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
@@ -77,16 +83,23 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const projections = await startProjections(definition, base);
   const ctx: HostContext = { ...base, projections };
   readiness.add(nats.readiness);
-  readiness.add({ name: 'database', check: async () => (await dataSource.query('SELECT 1'), { ok: true, details: { kind: dataSource.options.type } }) });
+  readiness.add({
+    name: 'database',
+    check: async () => (await dataSource.query('SELECT 1'), { ok: true, details: { kind: dataSource.options.type } }),
+  });
   readiness.add(projections.readiness());
 
   const app = await createHttpApp(definition, ctx);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
-  for (const strategy of (await definition.transports?.(ctx)) ?? []) app.connectMicroservice({ strategy }, { inheritAppConfig: false });
+  for (const strategy of (await definition.transports?.(ctx)) ?? [])
+    app.connectMicroservice({ strategy }, { inheritAppConfig: false });
   await app.startAllMicroservices();
   const background = (await definition.background?.(ctx)) ?? [];
   await app.listen(definition.httpPort, '0.0.0.0');
-  logger.event('info', `${definition.service} listening`, { http: `http://127.0.0.1:${definition.httpPort}`, instance: instanceId });
+  logger.event('info', `${definition.service} listening`, {
+    http: `http://127.0.0.1:${definition.httpPort}`,
+    instance: instanceId,
+  });
   onShutdown(async () => {
     logger.event('info', `${definition.service} stopping`);
     for (const task of background) await task.stop();
@@ -102,15 +115,36 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
  * worker thread (its own event loop and connections, so building read models does not
  * slow commands), or on this thread when projections.worker_thread is false.
  */
-async function startProjections(definition: ServiceDefinition, base: Omit<HostContext, 'projections'>): Promise<Projections> {
+async function startProjections(
+  definition: ServiceDefinition,
+  base: Omit<HostContext, 'projections'>,
+): Promise<Projections> {
   const { config, logger, nats, dataSource, instanceId, service } = base;
   const specs = definition.projector.module.specs({ config, names: nats.names, logger });
   let projections: Projections;
   if (config.projections.worker_thread) {
     const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
-    projections = new ProjectionThread({ service, instanceId, projectorUrl: definition.projector.url, projections: described, dataSource, logger, startTimeoutMs: 60_000, stopTimeoutMs: 15_000, restartDelayMaxMs: PROJECTION_HOST_LIMITS.restartDelayMaxMs, waitPollMs: PROJECTION_HOST_LIMITS.waitPollMs });
+    projections = new ProjectionThread({
+      service,
+      instanceId,
+      projectorUrl: definition.projector.url,
+      projections: described,
+      dataSource,
+      logger,
+      startTimeoutMs: 60_000,
+      stopTimeoutMs: 15_000,
+      restartDelayMaxMs: PROJECTION_HOST_LIMITS.restartDelayMaxMs,
+      waitPollMs: PROJECTION_HOST_LIMITS.waitPollMs,
+    });
   } else {
-    const lease = await ProjectionLease.open({ js: nats.js, bucket: leaseBucketOf(nats), key: projectorLeaseKey(service), holderId: instanceId, ttlMs: PROJECTOR_LEASE_TTL_MS, replicas: config.streams.replicas });
+    const lease = await ProjectionLease.open({
+      js: nats.js,
+      bucket: leaseBucketOf(nats),
+      key: projectorLeaseKey(service),
+      holderId: instanceId,
+      ttlMs: PROJECTOR_LEASE_TTL_MS,
+      replicas: config.streams.replicas,
+    });
     projections = new ProjectionHost({ ...PROJECTION_HOST_LIMITS, js: nats.js, dataSource, specs, lease, logger });
   }
   await projections.start();
@@ -134,7 +168,12 @@ async function createHttpApp(definition: ServiceDefinition, ctx: HostContext): P
   const app = await NestFactory.create<NestExpressApplication>(root, { logger: ctx.logger, bodyParser: false });
   app.useBodyParser('json', { limit: '1mb' });
   app.useGlobalPipes(problemValidationPipe());
-  app.useGlobalFilters(new ProblemFilter((rejected) => deadLetterRequest(ctx, rejected), (error) => ctx.logger.error(error)));
+  app.useGlobalFilters(
+    new ProblemFilter(
+      (rejected) => deadLetterRequest(ctx, rejected),
+      (error) => ctx.logger.error(error),
+    ),
+  );
   return app;
 }
 

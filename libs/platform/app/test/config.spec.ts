@@ -56,14 +56,26 @@ describe('configuration', () => {
   });
 
   it('environment variables override the file, and a bad value names the setting and the variable', () => {
-    const config = loadConfig({ TALLY_CONFIG: file('p.json', '{"authority":{"http_port":9000}}'), AUTHORITY_HTTP_PORT: '9001' });
+    const config = loadConfig({
+      TALLY_CONFIG: file('p.json', '{"authority":{"http_port":9000}}'),
+      AUTHORITY_HTTP_PORT: '9001',
+    });
     expect(config.authority.http_port).toBe(9001);
     const problems = problemsOf(() => loadConfig({ AUTHORITY_HTTP_PORT: 'seventy' }));
     expect(problems.join('\n')).toMatch(/authority\.http_port: .*\(from AUTHORITY_HTTP_PORT\)/);
   });
 
   it('an unknown setting, a bad price and a bad NATS URL are all reported at once', () => {
-    const bad = { nats: { url: 'http://x' }, authority: { hold_ttl_msec: 5 }, providers: [{ ...contractExample.providers[0], models: { m: { input_per_mtok_units: -1, output_per_mtok_units: 1, currency: 'usd' } } }] };
+    const bad = {
+      nats: { url: 'http://x' },
+      authority: { hold_ttl_msec: 5 },
+      providers: [
+        {
+          ...contractExample.providers[0],
+          models: { m: { input_per_mtok_units: -1, output_per_mtok_units: 1, currency: 'usd' } },
+        },
+      ],
+    };
     const problems = problemsOf(() => loadConfig({ TALLY_CONFIG: file('bad.json', JSON.stringify(bad)) })).join('\n');
     expect(problems).toMatch(/nats\.url: url must look like nats:\/\/host:port/);
     expect(problems).toMatch(/authority\.hold_ttl_msec: property hold_ttl_msec should not exist/);
@@ -72,8 +84,12 @@ describe('configuration', () => {
   });
 
   it('an unreadable or malformed file is named in the error', () => {
-    expect(problemsOf(() => loadConfig({ TALLY_CONFIG: join(dir, 'missing.yaml') })).join()).toMatch(/cannot read .*missing\.yaml: ENOENT/);
-    expect(problemsOf(() => loadConfig({ TALLY_CONFIG: file('broken.json', '{"nats":') })).join()).toMatch(/is not valid JSON/);
+    expect(problemsOf(() => loadConfig({ TALLY_CONFIG: join(dir, 'missing.yaml') })).join()).toMatch(
+      /cannot read .*missing\.yaml: ENOENT/,
+    );
+    expect(problemsOf(() => loadConfig({ TALLY_CONFIG: file('broken.json', '{"nats":') })).join()).toMatch(
+      /is not valid JSON/,
+    );
   });
 
   it('TALLY__SECTION__KEY overrides any setting', () => {

@@ -90,19 +90,32 @@ async function append(
   }
   throw lastError instanceof AppendOutcomeUnknown
     ? lastError
-    : new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), lastError);
+    : new AppendOutcomeUnknown(
+        subject,
+        events.map((e) => e.eventId),
+        lastError,
+      );
 }
 
 /**
  * Reads the subject after expectedSequence and looks for our commit: all of our event
  * ids at one sequence. Returns undefined when none of them landed (a genuine conflict).
  */
-async function resolveFromStream(store: EventStore, subject: string, events: readonly NewEvent[], expectedSequence: number): Promise<AppendResult | undefined> {
+async function resolveFromStream(
+  store: EventStore,
+  subject: string,
+  events: readonly NewEvent[],
+  expectedSequence: number,
+): Promise<AppendResult | undefined> {
   let loaded;
   try {
     loaded = await store.load(subject, expectedSequence);
   } catch (error) {
-    throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
+    throw new AppendOutcomeUnknown(
+      subject,
+      events.map((e) => e.eventId),
+      error,
+    );
   }
   const stored = new Map(loaded.events.map((e) => [e.event.eventId, e.sequence]));
   const found = events.map((event) => stored.get(event.eventId));

@@ -69,11 +69,17 @@ export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array
     }
   });
   if (walked === 'too_large') return withheld(data);
-  return redacted.length === 0 ? { data, redacted } : { data: Buffer.from(JSON.stringify(parsed)), redacted: redacted.sort() };
+  return redacted.length === 0
+    ? { data, redacted }
+    : { data: Buffer.from(JSON.stringify(parsed)), redacted: redacted.sort() };
 }
 
 function withheld(data: Uint8Array): { data: Uint8Array; redacted: string[] } {
-  const note = { withheld: 'the body could not be parsed and may hold a capability token', bytes: data.length, sha256: createHash('sha256').update(data).digest('base64url') };
+  const note = {
+    withheld: 'the body could not be parsed and may hold a capability token',
+    bytes: data.length,
+    sha256: createHash('sha256').update(data).digest('base64url'),
+  };
   return { data: Buffer.from(JSON.stringify(note)), redacted: ['$'] };
 }
 
@@ -100,7 +106,12 @@ export function deadLetterRecord(letter: DeadLetter): DeadLetterRecord {
  * Publishes the dead letter durably. The message id makes a redelivered poison
  * message land once: the same stream sequence dead-letters to the same id.
  */
-export async function publishDeadLetter(js: JetStreamClient, names: TallyNames, letter: DeadLetter, timeoutMs: number): Promise<void> {
+export async function publishDeadLetter(
+  js: JetStreamClient,
+  names: TallyNames,
+  letter: DeadLetter,
+  timeoutMs: number,
+): Promise<void> {
   const hdrs = natsHeaders();
   hdrs.set('Tally-Dead-Letter-Reason', letter.reason);
   const msgID =

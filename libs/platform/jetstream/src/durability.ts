@@ -58,7 +58,9 @@ export function formatDurabilityReport(input: DurabilityInput): DurabilityReport
         `run >= ${FSYNC_BEFORE_ACK_MIN_VERSION} with sync_interval: always and R3 streams`,
     );
   } else if (!input.assumeSyncAlways) {
-    warnings.push(`acks are not known to follow fsync: set sync_interval: always on the server and declare it in Tally's config`);
+    warnings.push(
+      `acks are not known to follow fsync: set sync_interval: always on the server and declare it in Tally's config`,
+    );
   }
   const streams: DurabilityReport['streams'][number][] = [];
   for (const stream of input.streams) {
@@ -67,8 +69,12 @@ export function formatDurabilityReport(input: DurabilityInput): DurabilityReport
       continue;
     }
     streams.push({ name: stream.name, replicas: stream.replicas, storage: stream.storage });
-    if (stream.replicas < 3) warnings.push(`stream ${stream.name} has ${stream.replicas} replica(s): losing one server loses acknowledged events`);
-    if (stream.storage !== 'file') warnings.push(`stream ${stream.name} uses ${stream.storage} storage: a restart loses it`);
+    if (stream.replicas < 3)
+      warnings.push(
+        `stream ${stream.name} has ${stream.replicas} replica(s): losing one server loses acknowledged events`,
+      );
+    if (stream.storage !== 'file')
+      warnings.push(`stream ${stream.name} uses ${stream.storage} storage: a restart loses it`);
   }
   return {
     server_version: input.serverVersion,

@@ -15,7 +15,9 @@ export interface ConsumerLogger {
 }
 
 /** A decode failure may say which kind it is; otherwise malformed JSON counts as decode_failed. */
-export type ConsumerDecoded<T> = Decoded<T> | { readonly ok: false; readonly errors: FieldError[]; readonly reason: 'decode_failed' | 'validation_failed' };
+export type ConsumerDecoded<T> =
+  | Decoded<T>
+  | { readonly ok: false; readonly errors: FieldError[]; readonly reason: 'decode_failed' | 'validation_failed' };
 
 /** Thrown by a handler for a message that can never succeed: it is dead-lettered at once. */
 export class PermanentFailure extends Error {
@@ -71,11 +73,24 @@ export function nakDelayFor(deliveryCount: number, baseMs: number, maxMs: number
 }
 
 function assertOptions<T>(o: DurableConsumerOptions<T>): void {
-  const positive = ['ackWaitMs', 'deliveriesMax', 'ackPendingMax', 'fetchBatch', 'concurrency', 'workingIntervalMs', 'nakDelayMs', 'ackTimeoutMs', 'fetchRetryDelayMs', 'stopTimeoutMs'] as const;
-  for (const key of positive) if (!(o[key] > 0)) throw new Error(`consumer ${o.durable}: ${key} must be > 0, got ${o[key]}`);
+  const positive = [
+    'ackWaitMs',
+    'deliveriesMax',
+    'ackPendingMax',
+    'fetchBatch',
+    'concurrency',
+    'workingIntervalMs',
+    'nakDelayMs',
+    'ackTimeoutMs',
+    'fetchRetryDelayMs',
+    'stopTimeoutMs',
+  ] as const;
+  for (const key of positive)
+    if (!(o[key] > 0)) throw new Error(`consumer ${o.durable}: ${key} must be > 0, got ${o[key]}`);
   if (!(o.expiresMs >= 1000)) throw new Error(`consumer ${o.durable}: expiresMs must be >= 1000`);
   if (!(o.nakDelayMaxMs >= o.nakDelayMs)) throw new Error(`consumer ${o.durable}: nakDelayMaxMs must be >= nakDelayMs`);
-  if (!(o.workingIntervalMs < o.ackWaitMs)) throw new Error(`consumer ${o.durable}: workingIntervalMs must be < ackWaitMs`);
+  if (!(o.workingIntervalMs < o.ackWaitMs))
+    throw new Error(`consumer ${o.durable}: workingIntervalMs must be < ackWaitMs`);
 }
 
 /**
@@ -131,14 +146,23 @@ class ConsumerLoop<T> {
         continue;
       }
       try {
-        this.current = await this.consumer.fetch({ max_messages: Math.min(this.o.fetchBatch, free), expires: this.o.expiresMs });
+        this.current = await this.consumer.fetch({
+          max_messages: Math.min(this.o.fetchBatch, free),
+          expires: this.o.expiresMs,
+        });
         for await (const msg of this.current) this.dispatch(msg);
-        if (this.fetchFailures > 0) this.o.logger?.info('fetching again', { durable: this.o.durable, failedFetches: this.fetchFailures });
+        if (this.fetchFailures > 0)
+          this.o.logger?.info('fetching again', { durable: this.o.durable, failedFetches: this.fetchFailures });
         this.fetchFailures = 0;
       } catch (error) {
         if (this.stopping) break;
         // One line per outage (and a reminder every 100 failures), not one per retry.
-        if (this.fetchFailures++ % 100 === 0) this.o.logger?.warn('fetch failed; retrying', { durable: this.o.durable, failedFetches: this.fetchFailures, error: String(error) });
+        if (this.fetchFailures++ % 100 === 0)
+          this.o.logger?.warn('fetch failed; retrying', {
+            durable: this.o.durable,
+            failedFetches: this.fetchFailures,
+            error: String(error),
+          });
         await this.sleep(this.o.fetchRetryDelayMs);
       } finally {
         this.current = undefined;
@@ -154,7 +178,11 @@ class ConsumerLoop<T> {
     }
     const task = this.process(msg).catch((error: unknown) => {
       // process() ends every path with ack/nak/term; reaching here is a bug worth shouting about.
-      this.o.logger?.error('message processing crashed', { durable: this.o.durable, seq: msg.seq, error: String(error) });
+      this.o.logger?.error('message processing crashed', {
+        durable: this.o.durable,
+        seq: msg.seq,
+        error: String(error),
+      });
     });
     this.inFlight.add(task);
     void task.finally(() => {
@@ -198,19 +226,32 @@ class ConsumerLoop<T> {
     const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.o.stopTimeoutMs)));
     await Promise.race([Promise.allSettled([...this.inFlight]), timeout]);
     clearTimeout(timer);
-    if (this.inFlight.size > 0) this.o.logger?.warn('stopped with handlers still running', { durable: this.o.durable, running: this.inFlight.size });
+    if (this.inFlight.size > 0)
+      this.o.logger?.warn('stopped with handlers still running', {
+        durable: this.o.durable,
+        running: this.inFlight.size,
+      });
   }
 
   private async process(msg: JsMsg): Promise<void> {
     const decoded = safeDecode(this.o.decode, msg);
     if (!decoded.ok) {
       const reason = 'reason' in decoded ? decoded.reason : classify(decoded.errors);
-      await this.deadLetterThenTerm(msg, reason, `${reason}: ${decoded.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, decoded.errors);
+      await this.deadLetterThenTerm(
+        msg,
+        reason,
+        `${reason}: ${decoded.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`,
+        decoded.errors,
+      );
       return;
     }
     const deliveries = msg.info.deliveryCount;
     if (deliveries > this.o.deliveriesMax) {
-      await this.deadLetterThenTerm(msg, 'max_deliveries_exceeded', `delivery ${deliveries} exceeds deliveriesMax=${this.o.deliveriesMax}; the last attempt did not finish`);
+      await this.deadLetterThenTerm(
+        msg,
+        'max_deliveries_exceeded',
+        `delivery ${deliveries} exceeds deliveriesMax=${this.o.deliveriesMax}; the last attempt did not finish`,
+      );
       return;
     }
     const outcome = await this.runHandler(decoded.value, msg);
@@ -219,7 +260,11 @@ class ConsumerLoop<T> {
     } else if (outcome.error instanceof PermanentFailure) {
       await this.deadLetterThenTerm(msg, 'handler_rejected', outcome.error.message);
     } else if (deliveries >= this.o.deliveriesMax) {
-      await this.deadLetterThenTerm(msg, 'max_deliveries_exceeded', `after ${deliveries} deliveries: ${errorText(outcome.error)}`);
+      await this.deadLetterThenTerm(
+        msg,
+        'max_deliveries_exceeded',
+        `after ${deliveries} deliveries: ${errorText(outcome.error)}`,
+      );
     } else {
       msg.nak(nakDelayFor(deliveries, this.o.nakDelayMs, this.o.nakDelayMaxMs));
     }
@@ -244,10 +289,19 @@ class ConsumerLoop<T> {
       (ok) => ok,
       () => false,
     );
-    if (!confirmed) this.o.logger?.warn('ack not confirmed; the message may be redelivered', { durable: this.o.durable, seq: msg.seq });
+    if (!confirmed)
+      this.o.logger?.warn('ack not confirmed; the message may be redelivered', {
+        durable: this.o.durable,
+        seq: msg.seq,
+      });
   }
 
-  private async deadLetterThenTerm(msg: JsMsg, reason: DeadLetter['reason'], detail: string, errors?: FieldError[]): Promise<void> {
+  private async deadLetterThenTerm(
+    msg: JsMsg,
+    reason: DeadLetter['reason'],
+    detail: string,
+    errors?: FieldError[],
+  ): Promise<void> {
     const letter: DeadLetter = {
       source: this.o.deadLetterSource,
       reason,
@@ -263,7 +317,11 @@ class ConsumerLoop<T> {
     const published = await publishDeadLetter(this.o.js, this.o.names, letter, this.o.ackTimeoutMs).then(
       () => true,
       (error: unknown) => {
-        this.o.logger?.error('dead-letter publish failed; the message will be redelivered', { durable: this.o.durable, seq: msg.seq, error: String(error) });
+        this.o.logger?.error('dead-letter publish failed; the message will be redelivered', {
+          durable: this.o.durable,
+          seq: msg.seq,
+          error: String(error),
+        });
         return false;
       },
     );
@@ -278,12 +336,18 @@ function safeDecode<T>(decode: (msg: JsMsg) => ConsumerDecoded<T>, msg: JsMsg): 
   try {
     return decode(msg);
   } catch (error) {
-    return { ok: false, reason: 'decode_failed', errors: [{ field: '$', message: `decoder threw: ${errorText(error)}` }] };
+    return {
+      ok: false,
+      reason: 'decode_failed',
+      errors: [{ field: '$', message: `decoder threw: ${errorText(error)}` }],
+    };
   }
 }
 
 function classify(errors: readonly FieldError[]): 'decode_failed' | 'validation_failed' {
-  return errors.some((e) => e.field === '$' && e.message.startsWith('malformed JSON')) ? 'decode_failed' : 'validation_failed';
+  return errors.some((e) => e.field === '$' && e.message.startsWith('malformed JSON'))
+    ? 'decode_failed'
+    : 'validation_failed';
 }
 
 function errorText(error: unknown): string {

@@ -1,10 +1,31 @@
 // The JetStream event store: one subject per aggregate, one message per append (a
 // commit carrying all its events), optimistic concurrency with
 // Nats-Expected-Last-Subject-Sequence, idempotency with Nats-Msg-Id = the commit id.
-import { DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg, type StreamInfo } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type PubAck,
+  type StoredMsg,
+  type StreamInfo,
+} from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
-import { Headers, describeFieldErrors, type CommitLimits, type EventMessage, type EventRegistry } from '@tally/contracts';
-import { AppendOutcomeUnknown, ConcurrencyConflict, type AppendResult, type EventStore, type LoadResult, type StoredEvent } from '@tally/eventing';
+import {
+  Headers,
+  describeFieldErrors,
+  type CommitLimits,
+  type EventMessage,
+  type EventRegistry,
+} from '@tally/contracts';
+import {
+  AppendOutcomeUnknown,
+  ConcurrencyConflict,
+  type AppendResult,
+  type EventStore,
+  type LoadResult,
+  type StoredEvent,
+} from '@tally/eventing';
 
 const WRONG_LAST_SEQUENCE = 10071;
 const NO_MESSAGE_FOUND = 10037;
@@ -66,14 +87,23 @@ export class JetStreamEventStore implements EventStore {
    * back: a different commit that merely starts with the same event is not ours, and is
    * reported as the conflict it is (another writer got there first).
    */
-  async append(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], expectedSequence: number): Promise<AppendResult> {
+  async append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
     const data = this.options.registry.encodeCommit(events, await this.commitLimits());
     const ack = await this.publishCommit(subject, events, data, expectedSequence);
     if (ack.duplicate && events.length > 1) await this.assertStoredCommitIs(subject, ack.seq, events, expectedSequence);
     return { sequences: events.map(() => ack.seq), duplicates: events.map(() => ack.duplicate), lastSequence: ack.seq };
   }
 
-  private async publishCommit(subject: string, events: readonly Omit<EventMessage, 'schemaVersion'>[], data: Uint8Array, expected: number): Promise<PubAck> {
+  private async publishCommit(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    data: Uint8Array,
+    expected: number,
+  ): Promise<PubAck> {
     const hdrs = natsHeaders();
     hdrs.set(Headers.eventType, events[0]!.type);
     if (events.length > 1) {
@@ -89,20 +119,34 @@ export class JetStreamEventStore implements EventStore {
         timeout: this.options.publishTimeoutMs,
       });
     } catch (error) {
-      if (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) throw new ConcurrencyConflict(subject, expected);
-      throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
+      if (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE)
+        throw new ConcurrencyConflict(subject, expected);
+      throw new AppendOutcomeUnknown(
+        subject,
+        events.map((e) => e.eventId),
+        error,
+      );
     }
   }
 
   /** A duplicate ack names the stored commit's sequence; its event ids must be ours, else ours did not land. */
-  private async assertStoredCommitIs(subject: string, sequence: number, events: readonly Omit<EventMessage, 'schemaVersion'>[], expected: number): Promise<void> {
+  private async assertStoredCommitIs(
+    subject: string,
+    sequence: number,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expected: number,
+  ): Promise<void> {
     let stored: StoredEvent[];
     try {
       const msg = await this.jsm.streams.getMessage(this.options.stream, { seq: sequence });
       if (!msg) throw new Error(`no message at ${this.options.stream}#${sequence}`);
       stored = this.decodeStored(subject, sequence, msg.data);
     } catch (error) {
-      throw new AppendOutcomeUnknown(subject, events.map((e) => e.eventId), error);
+      throw new AppendOutcomeUnknown(
+        subject,
+        events.map((e) => e.eventId),
+        error,
+      );
     }
     const same = stored.length === events.length && stored.every((e, i) => e.event.eventId === events[i]!.eventId);
     if (!same) throw new ConcurrencyConflict(subject, expected);
@@ -122,7 +166,9 @@ export class JetStreamEventStore implements EventStore {
   /** The subject's last commit, by direct get where the stream allows it (no JetStream API round trip). */
   private async lastMessage(subject: string): Promise<StoredMsg | undefined> {
     try {
-      const msg = (await this.readsDirect()) ? await this.jsm.direct.getMessage(this.options.stream, { last_by_subj: subject }) : await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
+      const msg = (await this.readsDirect())
+        ? await this.jsm.direct.getMessage(this.options.stream, { last_by_subj: subject })
+        : await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
       return msg ?? undefined;
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === NO_MESSAGE_FOUND) return undefined;
@@ -137,19 +183,23 @@ export class JetStreamEventStore implements EventStore {
    */
   async load(subject: string, afterSequence = 0): Promise<LoadResult> {
     const last = await this.lastMessage(subject);
-    if (!last || last.seq <= afterSequence) return { events: [], lastSequence: Math.max(last?.seq ?? 0, afterSequence) };
+    if (!last || last.seq <= afterSequence)
+      return { events: [], lastSequence: Math.max(last?.seq ?? 0, afterSequence) };
     const tail = this.decodeStored(subject, last.seq, last.data);
     const previous = previousSequenceOf(last);
     if (previous !== undefined && previous <= afterSequence) return { events: tail, lastSequence: last.seq };
     const events = await this.readRange(subject, afterSequence + 1, previous ?? last.seq - 1);
-    if (events.length + tail.length > this.options.loadEventsMax) throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
+    if (events.length + tail.length > this.options.loadEventsMax)
+      throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
     return { events: [...events, ...tail], lastSequence: last.seq };
   }
 
   /** Reads [from, to] of one subject: small catch-ups by direct get, the rest with an ordered consumer. */
   private async readRange(subject: string, from: number, to: number): Promise<StoredEvent[]> {
     const events: StoredEvent[] = [];
-    const next = (await this.readsDirect()) ? await this.readDirect(subject, from, to, events, this.directReadEventsMax) : from;
+    const next = (await this.readsDirect())
+      ? await this.readDirect(subject, from, to, events, this.directReadEventsMax)
+      : from;
     if (next <= to) events.push(...(await this.readOrdered(subject, next, to, events.length)));
     return events;
   }
@@ -178,10 +228,18 @@ export class JetStreamEventStore implements EventStore {
    * direct get) or a failed get (a stream without allow_direct has no responders) hands
    * the rest over to the ordered consumer, which reads the same messages.
    */
-  private async readDirect(subject: string, from: number, to: number, into: StoredEvent[], messagesMax: number): Promise<number> {
+  private async readDirect(
+    subject: string,
+    from: number,
+    to: number,
+    into: StoredEvent[],
+    messagesMax: number,
+  ): Promise<number> {
     let next = from;
     for (let read = 0; next <= to && read < messagesMax; read++) {
-      const msg = await this.jsm.direct.getMessage(this.options.stream, { seq: next, next_by_subj: subject }).catch(() => undefined);
+      const msg = await this.jsm.direct
+        .getMessage(this.options.stream, { seq: next, next_by_subj: subject })
+        .catch(() => undefined);
       if (msg === undefined) return next;
       if (!msg || msg.seq > to) return msg ? to + 1 : next;
       into.push(...this.decodeStored(subject, msg.seq, msg.data));
@@ -192,13 +250,18 @@ export class JetStreamEventStore implements EventStore {
 
   /** Reads [from, to] of one subject with an ordered consumer, which has flow control and no acks. */
   private async readOrdered(subject: string, from: number, to: number, alreadyRead: number): Promise<StoredEvent[]> {
-    const consumer = await this.js.consumers.get(this.options.stream, { filter_subjects: subject, opt_start_seq: from, deliver_policy: DeliverPolicy.StartSequence });
+    const consumer = await this.js.consumers.get(this.options.stream, {
+      filter_subjects: subject,
+      opt_start_seq: from,
+      deliver_policy: DeliverPolicy.StartSequence,
+    });
     const messages = await consumer.consume({ max_messages: 512, idle_heartbeat: this.options.loadIdleTimeoutMs });
     const events: StoredEvent[] = [];
     try {
       for await (const msg of messages) {
         events.push(...this.decodeStored(subject, msg.seq, msg.data));
-        if (alreadyRead + events.length > this.options.loadEventsMax) throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
+        if (alreadyRead + events.length > this.options.loadEventsMax)
+          throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
         if (msg.seq >= to) break;
       }
     } finally {
@@ -211,7 +274,10 @@ export class JetStreamEventStore implements EventStore {
   private decodeStored(subject: string, sequence: number, data: Uint8Array): StoredEvent[] {
     const decoded = this.options.registry.decodeCommit(data);
     // A stored event that no longer decodes is a bug or a missing upcaster: fail loudly.
-    if (!decoded.ok) throw new Error(`event at ${this.options.stream}#${sequence} does not decode: ${describeFieldErrors(decoded.errors)}`);
+    if (!decoded.ok)
+      throw new Error(
+        `event at ${this.options.stream}#${sequence} does not decode: ${describeFieldErrors(decoded.errors)}`,
+      );
     return decoded.value.map((event, position) => ({ sequence, subject, event, position }));
   }
 }

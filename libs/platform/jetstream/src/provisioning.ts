@@ -80,13 +80,26 @@ export function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name
 export function streamConflicts(spec: StreamSpec, actual: StreamConfig): string[] {
   const wanted = toStreamConfig(spec);
   const conflicts: string[] = [];
-  const keys = ['retention', 'storage', 'num_replicas', 'duplicate_window', 'max_age', 'max_bytes', 'max_msg_size', 'discard', 'deny_delete', 'deny_purge'] as const;
+  const keys = [
+    'retention',
+    'storage',
+    'num_replicas',
+    'duplicate_window',
+    'max_age',
+    'max_bytes',
+    'max_msg_size',
+    'discard',
+    'deny_delete',
+    'deny_purge',
+  ] as const;
   for (const key of keys) {
-    if (wanted[key] !== actual[key]) conflicts.push(`${key} is ${String(actual[key])}, expected ${String(wanted[key])}`);
+    if (wanted[key] !== actual[key])
+      conflicts.push(`${key} is ${String(actual[key])}, expected ${String(wanted[key])}`);
   }
   const actualSubjects = [...(actual.subjects ?? [])].sort().join(',');
   const wantedSubjects = [...spec.subjects].sort().join(',');
-  if (actualSubjects !== wantedSubjects) conflicts.push(`subjects are [${actualSubjects}], expected [${wantedSubjects}]`);
+  if (actualSubjects !== wantedSubjects)
+    conflicts.push(`subjects are [${actualSubjects}], expected [${wantedSubjects}]`);
   return conflicts;
 }
 

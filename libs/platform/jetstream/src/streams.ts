@@ -36,17 +36,25 @@ function limitsFor(limits: TallyStreamLimits, kind: TallyStreamKind): StreamLimi
 /** Bad limits are a configuration bug: refuse them before they reach the server. */
 function assertLimits(limits: StreamLimits, kind: string): void {
   const bad: string[] = [];
-  if (!Number.isInteger(limits.replicas) || limits.replicas < 1 || limits.replicas > 5) bad.push(`replicas=${limits.replicas} must be 1..5`);
+  if (!Number.isInteger(limits.replicas) || limits.replicas < 1 || limits.replicas > 5)
+    bad.push(`replicas=${limits.replicas} must be 1..5`);
   if (!(limits.duplicateWindowMs > 0)) bad.push(`duplicateWindowMs=${limits.duplicateWindowMs} must be > 0`);
   if (!(limits.maxAgeMs >= 0)) bad.push(`maxAgeMs=${limits.maxAgeMs} must be >= 0`);
   // The server clamps the duplicate window to max_age; the stored value would then never match ours.
-  if (limits.maxAgeMs > 0 && limits.duplicateWindowMs > limits.maxAgeMs) bad.push(`duplicateWindowMs=${limits.duplicateWindowMs} exceeds maxAgeMs=${limits.maxAgeMs}`);
+  if (limits.maxAgeMs > 0 && limits.duplicateWindowMs > limits.maxAgeMs)
+    bad.push(`duplicateWindowMs=${limits.duplicateWindowMs} exceeds maxAgeMs=${limits.maxAgeMs}`);
   if (!(limits.maxBytes === -1 || limits.maxBytes > 0)) bad.push(`maxBytes=${limits.maxBytes} must be -1 or > 0`);
   if (!(limits.maxMsgSizeBytes > 0)) bad.push(`maxMsgSizeBytes=${limits.maxMsgSizeBytes} must be > 0`);
   if (bad.length > 0) throw new Error(`invalid ${kind} stream limits: ${bad.join('; ')}`);
 }
 
-function spec(name: string, subjects: string[], retention: StreamSpec['retention'], limits: StreamLimits, deny: boolean): StreamSpec {
+function spec(
+  name: string,
+  subjects: string[],
+  retention: StreamSpec['retention'],
+  limits: StreamLimits,
+  deny: boolean,
+): StreamSpec {
   return { name, subjects, retention, ...limits, denyDelete: deny, denyPurge: deny };
 }
 
@@ -74,7 +82,11 @@ export interface ProvisionedStream {
  * Creates missing streams and verifies existing ones. Every stream is checked before
  * any is created, so a conflict leaves the server as it was found.
  */
-export async function provisionTallyStreams(jsm: JetStreamManager, names: TallyNames, limits: TallyStreamLimits): Promise<ProvisionedStream[]> {
+export async function provisionTallyStreams(
+  jsm: JetStreamManager,
+  names: TallyNames,
+  limits: TallyStreamLimits,
+): Promise<ProvisionedStream[]> {
   const specs = tallyStreamSpecs(names, limits);
   for (const s of specs) {
     const conflicts = await inspectStream(jsm, s);
@@ -106,7 +118,11 @@ export function kvStreamName(bucket: string): string {
  * Creates or opens the command-reply cache. Kvm.create silently opens an existing
  * bucket whatever its settings, so the backing stream is verified here first.
  */
-export async function ensureReplyBucket(js: JetStreamClient, names: TallyNames, limits: ReplyBucketLimits): Promise<KV> {
+export async function ensureReplyBucket(
+  js: JetStreamClient,
+  names: TallyNames,
+  limits: ReplyBucketLimits,
+): Promise<KV> {
   const maxValueSizeBytes = limits.maxValueSizeBytes ?? REPLY_VALUE_SIZE_MAX_BYTES;
   if (!(limits.ttlMs > 0) || !(limits.maxBytes > 0) || !(maxValueSizeBytes > 0) || !(limits.replicas >= 1)) {
     throw new Error(`invalid reply bucket limits: ${JSON.stringify(limits)}`);

@@ -43,14 +43,18 @@ describe('republishing after an unknown append outcome', () => {
     // Only an older, chained writer could leave this behind: one event of the commit alone.
     await f.store.append(subject, [ev('pa-1', 'partial')], 0);
     await sleep(DUPLICATE_WINDOW_MS * 4);
-    await expect(republishAfterUnknown(f.store, subject, [ev('pa-1', 'partial'), ev('pa-2', 'partial')], 0, retry)).rejects.toThrow(/only partly in the stream/);
+    await expect(
+      republishAfterUnknown(f.store, subject, [ev('pa-1', 'partial'), ev('pa-2', 'partial')], 0, retry),
+    ).rejects.toThrow(/only partly in the stream/);
     expect((await f.store.load(subject)).events.map((e) => e.event.eventId)).toEqual(['pa-1']);
   });
 
   it('when none landed and another writer moved the aggregate on, it is a genuine ConcurrencyConflict', async () => {
     const subject = f.names.workEventSubject('lost');
     await f.store.append(subject, [ev('other-1', 'lost')], 0);
-    await expect(republishAfterUnknown(f.store, subject, [ev('mine-1', 'lost')], 0, retry)).rejects.toBeInstanceOf(ConcurrencyConflict);
+    await expect(republishAfterUnknown(f.store, subject, [ev('mine-1', 'lost')], 0, retry)).rejects.toBeInstanceOf(
+      ConcurrencyConflict,
+    );
     expect((await f.store.load(subject)).events.map((e) => e.event.eventId)).toEqual(['other-1']);
   });
 });

@@ -12,8 +12,15 @@ const text = (d: Uint8Array) => Buffer.from(d).toString();
 
 describe('dead-letter redaction', () => {
   it('replaces every token string, nested and in arrays, by its fingerprint and names where', () => {
-    const out = redactCredentials(bytes(JSON.stringify({ work_id: 'w', token: 'secret-1', legs: [{ token: 'secret-2' }], meta: { token: 7 } })));
-    expect(JSON.parse(text(out.data))).toEqual({ work_id: 'w', token: `[redacted sha256:${fp('secret-1')}]`, legs: [{ token: `[redacted sha256:${fp('secret-2')}]` }], meta: { token: 7 } });
+    const out = redactCredentials(
+      bytes(JSON.stringify({ work_id: 'w', token: 'secret-1', legs: [{ token: 'secret-2' }], meta: { token: 7 } })),
+    );
+    expect(JSON.parse(text(out.data))).toEqual({
+      work_id: 'w',
+      token: `[redacted sha256:${fp('secret-1')}]`,
+      legs: [{ token: `[redacted sha256:${fp('secret-2')}]` }],
+      meta: { token: 7 },
+    });
     expect(out.redacted).toEqual(['$.legs[0].token', '$.token']);
     expect(text(out.data)).not.toContain('secret');
   });
@@ -22,7 +29,11 @@ describe('dead-letter redaction', () => {
     const broken = bytes('{"work_id":"w","token":"secret-3",');
     const out = redactCredentials(broken);
     expect(out.redacted).toEqual(['$']);
-    expect(JSON.parse(text(out.data))).toEqual({ withheld: expect.any(String), bytes: broken.length, sha256: createHash('sha256').update(broken).digest('base64url') });
+    expect(JSON.parse(text(out.data))).toEqual({
+      withheld: expect.any(String),
+      bytes: broken.length,
+      sha256: createHash('sha256').update(broken).digest('base64url'),
+    });
     const plain = bytes('{"work_id": "w2", cost_minor');
     expect(redactCredentials(plain)).toEqual({ data: plain, redacted: [] });
     const noToken = bytes('{"a":1}');
@@ -30,8 +41,16 @@ describe('dead-letter redaction', () => {
   });
 
   it('the stored record carries the redacted body and the list', () => {
-    const record = deadLetterRecord({ source: 's', reason: 'validation_failed', detail: 'd', originalSubject: 'x', data: bytes('{"token":"secret-4"}') });
-    expect(Buffer.from(record.data_base64, 'base64').toString()).toBe(`{"token":"[redacted sha256:${fp('secret-4')}]"}`);
+    const record = deadLetterRecord({
+      source: 's',
+      reason: 'validation_failed',
+      detail: 'd',
+      originalSubject: 'x',
+      data: bytes('{"token":"secret-4"}'),
+    });
+    expect(Buffer.from(record.data_base64, 'base64').toString()).toBe(
+      `{"token":"[redacted sha256:${fp('secret-4')}]"}`,
+    );
     expect(record.redacted).toEqual(['$.token']);
   });
 });

@@ -14,7 +14,7 @@ describe('durability report', () => {
   });
   afterAll(async () => f.dispose());
 
-  it('states the server version, each stream\'s replicas, and acks_backed_by_fsync=false on a pre-2.10.23 server', async () => {
+  it("states the server version, each stream's replicas, and acks_backed_by_fsync=false on a pre-2.10.23 server", async () => {
     const version = f.nc.info!.version;
     const streams = [f.names.budgetEventsStream, f.names.workEventsStream];
     const report = await readDurabilityReport(f.nc, f.jsm, streams, { assumeSyncAlways: false });
@@ -34,7 +34,9 @@ describe('durability report', () => {
   });
 
   it('a missing stream is reported as a warning, not silently skipped', async () => {
-    const report = await readDurabilityReport(f.nc, f.jsm, ['NO_SUCH_STREAM_' + f.names.namespace.toUpperCase()], { assumeSyncAlways: false });
+    const report = await readDurabilityReport(f.nc, f.jsm, ['NO_SUCH_STREAM_' + f.names.namespace.toUpperCase()], {
+      assumeSyncAlways: false,
+    });
     expect(report.streams).toEqual([]);
     expect(report.warnings.some((w) => w.includes('does not exist'))).toBe(true);
   });
@@ -44,11 +46,18 @@ describe('durability report', () => {
     const good = formatDurabilityReport({ ...base, serverVersion: '2.10.23', assumeSyncAlways: true });
     expect(good.acks_backed_by_fsync).toBe(true);
     expect(good.warnings).toEqual([]);
-    expect(formatDurabilityReport({ ...base, serverVersion: '2.10.22', assumeSyncAlways: true }).acks_backed_by_fsync).toBe(false);
+    expect(
+      formatDurabilityReport({ ...base, serverVersion: '2.10.22', assumeSyncAlways: true }).acks_backed_by_fsync,
+    ).toBe(false);
     const undeclared = formatDurabilityReport({ ...base, serverVersion: '2.11.4', assumeSyncAlways: false });
     expect(undeclared.acks_backed_by_fsync).toBe(false);
     expect(undeclared.warnings).toEqual([expect.stringContaining('sync_interval: always')]);
-    const memory = formatDurabilityReport({ ...base, serverVersion: '2.12.0', assumeSyncAlways: true, streams: [{ name: 'M', replicas: 1, storage: 'memory' }] });
+    const memory = formatDurabilityReport({
+      ...base,
+      serverVersion: '2.12.0',
+      assumeSyncAlways: true,
+      streams: [{ name: 'M', replicas: 1, storage: 'memory' }],
+    });
     expect(memory.warnings).toHaveLength(2);
   });
 });

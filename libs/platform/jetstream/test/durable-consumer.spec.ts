@@ -6,7 +6,11 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { decodeJson } from '@tally/contracts';
 import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { IsInt, IsString, Length, Min } from 'class-validator';
-import { startDurableConsumer, type DurableConsumerHandle, type DurableConsumerOptions } from '../src/durable-consumer.js';
+import {
+  startDurableConsumer,
+  type DurableConsumerHandle,
+  type DurableConsumerOptions,
+} from '../src/durable-consumer.js';
 import { provisionTallyStreams } from '../src/streams.js';
 import { deadLetters, eventually, natsFixture, sleep, testStreamLimits, type NatsFixture } from './fixtures.js';
 
@@ -64,9 +68,15 @@ describe('durable consumer', () => {
     const malformed = await publish('{"work_id": "w2", cost_minor');
     const invalid = await publish(JSON.stringify({ work_id: '', cost_minor: -3 }));
     await publish(JSON.stringify({ work_id: 'w4', cost_minor: 7 }));
-    handle = await startDurableConsumer(options({ concurrency: 1, handle: async (item) => void seen.push(item.work_id) }));
+    handle = await startDurableConsumer(
+      options({ concurrency: 1, handle: async (item) => void seen.push(item.work_id) }),
+    );
 
-    await eventually('both good messages handled and both poison dead-lettered', async () => seen.length === 2 && (await deadLetters(f.jsm, f.names)).length === 2, 10_000);
+    await eventually(
+      'both good messages handled and both poison dead-lettered',
+      async () => seen.length === 2 && (await deadLetters(f.jsm, f.names)).length === 2,
+      10_000,
+    );
     expect(seen).toEqual(['w1', 'w4']);
     const letters = await deadLetters(f.jsm, f.names);
     const bySeq = new Map(letters.map((l) => [l.original_sequence, l]));
@@ -79,10 +89,14 @@ describe('durable consumer', () => {
     expect(wrong.errors.map((e) => e.field).sort()).toEqual(['cost_minor', 'work_id']);
     expect(wrong.original_stream).toBe(f.names.workQueueStream);
     // Every message ended explicitly: nothing is pending or waiting for an ack.
-    await eventually('consumer drained', async () => {
-      const info = await f.jsm.consumers.info(f.names.workQueueStream, 'dispatch');
-      return info.num_pending === 0 && info.num_ack_pending === 0;
-    }, 5000);
+    await eventually(
+      'consumer drained',
+      async () => {
+        const info = await f.jsm.consumers.info(f.names.workQueueStream, 'dispatch');
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      },
+      5000,
+    );
   });
 
   it('a message whose handler keeps failing is dead-lettered exactly once, after deliveriesMax, as max_deliveries_exceeded', async () => {
@@ -96,7 +110,11 @@ describe('durable consumer', () => {
         },
       }),
     );
-    await eventually('the failing message is dead-lettered', async () => (await deadLetters(f.jsm, f.names)).length >= 1, 10_000);
+    await eventually(
+      'the failing message is dead-lettered',
+      async () => (await deadLetters(f.jsm, f.names)).length >= 1,
+      10_000,
+    );
     // Longer than ackWait plus the largest nak delay: a stray redelivery would show up here.
     await sleep(2500);
     expect(deliveries).toEqual([1, 2, 3]);
@@ -123,10 +141,14 @@ describe('durable consumer', () => {
         },
       }),
     );
-    await eventually('the slow handler finished and its ack landed', async () => {
-      const info = await f.jsm.consumers.info(f.names.workQueueStream, 'dispatch');
-      return deliveries.length > 0 && info.num_ack_pending === 0 && info.num_pending === 0;
-    }, 10_000);
+    await eventually(
+      'the slow handler finished and its ack landed',
+      async () => {
+        const info = await f.jsm.consumers.info(f.names.workQueueStream, 'dispatch');
+        return deliveries.length > 0 && info.num_ack_pending === 0 && info.num_pending === 0;
+      },
+      10_000,
+    );
     expect(deliveries).toEqual([1]);
     const info = await f.jsm.consumers.info(f.names.workQueueStream, 'dispatch');
     expect(info.num_redelivered).toBe(0);

@@ -2,11 +2,36 @@
 // validation) are pure optimisations: for any input, encode and decode return exactly
 // what the plain class-validator path (validatePlain) returns, errors included.
 import { describe, expect, it } from '@jest/globals';
-import { EventEnvelopeDto, EventRegistry, decodeJson, describeFieldErrors, passesFast, validatePlain, type Constructor, type Decoded, type EventMessage } from '@tally/contracts';
+import {
+  EventEnvelopeDto,
+  EventRegistry,
+  decodeJson,
+  describeFieldErrors,
+  passesFast,
+  validatePlain,
+  type Constructor,
+  type Decoded,
+  type EventMessage,
+} from '@tally/contracts';
 import { Type } from 'class-transformer';
 import {
-  ArrayMaxSize, IsDefined, IsIn, IsISO8601, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, Min, Validate, ValidateNested, ValidatorConstraint,
-  type ValidationArguments, type ValidatorConstraintInterface,
+  ArrayMaxSize,
+  IsDefined,
+  IsIn,
+  IsISO8601,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  Min,
+  Validate,
+  ValidateNested,
+  ValidatorConstraint,
+  type ValidationArguments,
+  type ValidatorConstraintInterface,
 } from 'class-validator';
 import fc from 'fast-check';
 import { CounterIncremented } from './fixtures.js';
@@ -67,7 +92,11 @@ function slowDecode(data: string): Decoded<EventMessage> {
   const e = envelope.value;
   const dto = PAYLOADS[e.type];
   if (!dto) return { ok: false, errors: [{ field: 'type', message: `unknown event type ${e.type}` }] };
-  if (e.schema_version > 1) return { ok: false, errors: [{ field: 'schema_version', message: `version ${e.schema_version} is newer than supported 1` }] };
+  if (e.schema_version > 1)
+    return {
+      ok: false,
+      errors: [{ field: 'schema_version', message: `version ${e.schema_version} is newer than supported 1` }],
+    };
   const payload = validatePlain(dto, e.payload, 'payload');
   if (!payload.ok) return payload;
   return {
@@ -100,11 +129,45 @@ const emoji = '\uD83D\uDE00';
 // surrogate pairs and variation selectors, which class-validator counts differently),
 // wrong types, nulls, odd numbers, strict and loose dates, payload shapes.
 const boundary = fc.constantFrom<unknown>(
-  '', 'a', '\uFE0F', emoji, 'a'.repeat(128), 'a'.repeat(129), 'a'.repeat(256), 'a'.repeat(257), 'a'.repeat(512), 'a'.repeat(513),
-  emoji.repeat(256), emoji.repeat(257), emoji.repeat(512), emoji.repeat(513), 'a\uFE0F'.repeat(300),
-  'CounterIncremented', 'Unknown.Type', '9bad', 'a'.repeat(127), 'x_y.z',
-  0, 1, 2, 1.5, -1, 1e21, null, true, [], [1], {}, { by: 1, writer: 'w', extra: true }, { by: 'x', writer: 'w' },
-  '2026-01-01T00:00:00.000Z', '2026-02-30T00:00:00Z', '2026-01-01', '2026-01-01T25:00:00Z', '20260101T000000Z', 'yesterday',
+  '',
+  'a',
+  '\uFE0F',
+  emoji,
+  'a'.repeat(128),
+  'a'.repeat(129),
+  'a'.repeat(256),
+  'a'.repeat(257),
+  'a'.repeat(512),
+  'a'.repeat(513),
+  emoji.repeat(256),
+  emoji.repeat(257),
+  emoji.repeat(512),
+  emoji.repeat(513),
+  'a\uFE0F'.repeat(300),
+  'CounterIncremented',
+  'Unknown.Type',
+  '9bad',
+  'a'.repeat(127),
+  'x_y.z',
+  0,
+  1,
+  2,
+  1.5,
+  -1,
+  1e21,
+  null,
+  true,
+  [],
+  [1],
+  {},
+  { by: 1, writer: 'w', extra: true },
+  { by: 'x', writer: 'w' },
+  '2026-01-01T00:00:00.000Z',
+  '2026-02-30T00:00:00Z',
+  '2026-01-01',
+  '2026-01-01T25:00:00Z',
+  '20260101T000000Z',
+  'yesterday',
 );
 const mutation = fc.tuple(
   fc.constantFrom(...Object.keys(valid), 'extra', '__proto__', 'constructor', 'toString'),
@@ -133,21 +196,94 @@ describe('envelope fast path', () => {
   });
 
   it('malformed JSON and non-object JSON get the same field errors as before', () => {
-    for (const bytes of ['{"event_id":', '[]', 'null', '42', '"s"', '']) expect(registry.decode(bytes)).toEqual(slowDecode(bytes));
+    for (const bytes of ['{"event_id":', '[]', 'null', '42', '"s"', ''])
+      expect(registry.decode(bytes)).toEqual(slowDecode(bytes));
   });
 
-  const chargedBase: Record<string, unknown> = { capability_id: 'cap-1', amount_minor: 500, limit_minor: 1000, currency: 'USD', settled_at: '2026-01-01T00:00:00Z', meta: { k: 1 } };
+  const chargedBase: Record<string, unknown> = {
+    capability_id: 'cap-1',
+    amount_minor: 500,
+    limit_minor: 1000,
+    currency: 'USD',
+    settled_at: '2026-01-01T00:00:00Z',
+    meta: { k: 1 },
+  };
   const nestedBase: Record<string, unknown> = { line: { n: 1 }, note: 'x' };
-  const routedBase: Record<string, unknown> = { route: [{ provider: 'p', model: 'm1' }, { provider: 'q', model: 'm2', weight: { n: 2 } }], limits: { n: 3 }, tags: ['a', 'bc'] };
-  const bases: Record<string, Record<string, unknown>> = { Charged: chargedBase, Nested: nestedBase, Routed: routedBase, Converted: { n: 1 }, CounterIncremented: { by: 1, writer: 'w' } };
+  const routedBase: Record<string, unknown> = {
+    route: [
+      { provider: 'p', model: 'm1' },
+      { provider: 'q', model: 'm2', weight: { n: 2 } },
+    ],
+    limits: { n: 3 },
+    tags: ['a', 'bc'],
+  };
+  const bases: Record<string, Record<string, unknown>> = {
+    Charged: chargedBase,
+    Nested: nestedBase,
+    Routed: routedBase,
+    Converted: { n: 1 },
+    CounterIncremented: { by: 1, writer: 'w' },
+  };
   const payloadValue = fc.constantFrom<unknown>(
-    'cap-1', 'cap-x', '', 'USD', 'EUR', 'usd', 0, 1, -1, 1.5, 999, 1000, 1001, 1_000_000, 1_000_001, '5', null, true, [], {}, { n: 1 }, { n: 'x' },
-    '2026-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '<undefined>', '<date>',
-    [{ provider: 'p', model: 'm1' }], [{ provider: 'p', model: 'm3' }], [{ provider: 'toolongname', model: 'm1' }], [{ provider: 'p', model: 'm1', extra: 1 }],
-    [{ provider: 'p', model: 'm1' }, { provider: 'p', model: 'm1' }, { provider: 'p', model: 'm1' }], [{ provider: 'p', model: 'm1', weight: { n: 'x' } }],
-    [{ provider: 'p', model: 'm1', weight: null }], '<instance>', [{ provider: 'p', model: 'm1', weight: '<instance>' }], [null], [[{ provider: 'p', model: 'm1' }]], ['a'], ['abcd'], ['a', 1], { provider: 'p', model: 'm1' }, [], '1',
+    'cap-1',
+    'cap-x',
+    '',
+    'USD',
+    'EUR',
+    'usd',
+    0,
+    1,
+    -1,
+    1.5,
+    999,
+    1000,
+    1001,
+    1_000_000,
+    1_000_001,
+    '5',
+    null,
+    true,
+    [],
+    {},
+    { n: 1 },
+    { n: 'x' },
+    '2026-01-01T00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '<undefined>',
+    '<date>',
+    [{ provider: 'p', model: 'm1' }],
+    [{ provider: 'p', model: 'm3' }],
+    [{ provider: 'toolongname', model: 'm1' }],
+    [{ provider: 'p', model: 'm1', extra: 1 }],
+    [
+      { provider: 'p', model: 'm1' },
+      { provider: 'p', model: 'm1' },
+      { provider: 'p', model: 'm1' },
+    ],
+    [{ provider: 'p', model: 'm1', weight: { n: 'x' } }],
+    [{ provider: 'p', model: 'm1', weight: null }],
+    '<instance>',
+    [{ provider: 'p', model: 'm1', weight: '<instance>' }],
+    [null],
+    [[{ provider: 'p', model: 'm1' }]],
+    ['a'],
+    ['abcd'],
+    ['a', 1],
+    { provider: 'p', model: 'm1' },
+    [],
+    '1',
   );
-  const payloadMutation = fc.tuple(fc.constantFrom(...Object.keys(chargedBase), ...Object.keys(nestedBase), ...Object.keys(routedBase), 'n', 'extra', '__proto__'), fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
+  const payloadMutation = fc.tuple(
+    fc.constantFrom(
+      ...Object.keys(chargedBase),
+      ...Object.keys(nestedBase),
+      ...Object.keys(routedBase),
+      'n',
+      'extra',
+      '__proto__',
+    ),
+    fc.oneof({ arbitrary: payloadValue, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }),
+  );
   /** An instance of an ordinary class with one own key, as a config DTO handed to an event would be. */
   class Weighted {
     n = 4;
@@ -156,7 +292,12 @@ describe('envelope fast path', () => {
     if (value === '<undefined>') return undefined;
     if (value === '<date>') return new Date(0);
     if (value === '<instance>') return new Weighted();
-    if (Array.isArray(value)) return value.map((item) => (item && typeof item === 'object' && !Array.isArray(item) ? Object.fromEntries(Object.entries(item).map(([k, v]) => [k, concrete(v)])) : item));
+    if (Array.isArray(value))
+      return value.map((item) =>
+        item && typeof item === 'object' && !Array.isArray(item)
+          ? Object.fromEntries(Object.entries(item).map(([k, v]) => [k, concrete(v)]))
+          : item,
+      );
     return value;
   };
   const mutate = (base: Record<string, unknown>, mutations: readonly [string, unknown][]) => {
@@ -164,13 +305,23 @@ describe('envelope fast path', () => {
     for (const [key, value] of mutations) {
       if (value === '<delete>') delete out[key];
       // Defined, not assigned: a "__proto__" key becomes an own property, as JSON.parse makes it.
-      else Object.defineProperty(out, key, { value: concrete(value), enumerable: true, writable: true, configurable: true });
+      else
+        Object.defineProperty(out, key, {
+          value: concrete(value),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
     }
     return out;
   };
   const encodeOutcome = (type: string, payload: Record<string, unknown>) => {
     try {
-      return { bytes: Buffer.from(registry.encode({ eventId: 'e-1', type, aggregateId: 'agg', occurredAt: '2026-01-01T00:00:00Z', payload })).toString() };
+      return {
+        bytes: Buffer.from(
+          registry.encode({ eventId: 'e-1', type, aggregateId: 'agg', occurredAt: '2026-01-01T00:00:00Z', payload }),
+        ).toString(),
+      };
     } catch (error) {
       return { error: (error as Error).message };
     }
@@ -178,26 +329,42 @@ describe('envelope fast path', () => {
 
   it('validates any payload on encode exactly as validatePlain does: the same events pass, the same errors refuse', () => {
     fc.assert(
-      fc.property(fc.constantFrom('Charged', 'Nested', 'Routed', 'Converted', 'CounterIncremented'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
-        const payload = mutate(bases[type]!, mutations);
-        const reference = validatePlain(PAYLOADS[type]!, payload, 'payload');
-        const outcome = encodeOutcome(type, payload);
-        // class-transformer drops a "__proto__" key, so validatePlain passes it; the encoder refuses it (unless undefined, which JSON omits).
-        if (reference.ok && Object.prototype.hasOwnProperty.call(payload, '__proto__') && Object.getOwnPropertyDescriptor(payload, '__proto__')!.value !== undefined) expect(outcome).toEqual({ error: expect.stringContaining('payload.__proto__') });
-        else if (reference.ok) expect(outcome).toHaveProperty('bytes');
-        else expect(outcome).toEqual({ error: `refusing to encode invalid ${type}: ${describeFieldErrors(reference.errors)}` });
-      }),
+      fc.property(
+        fc.constantFrom('Charged', 'Nested', 'Routed', 'Converted', 'CounterIncremented'),
+        fc.array(payloadMutation, { maxLength: 3 }),
+        (type, mutations) => {
+          const payload = mutate(bases[type]!, mutations);
+          const reference = validatePlain(PAYLOADS[type]!, payload, 'payload');
+          const outcome = encodeOutcome(type, payload);
+          // class-transformer drops a "__proto__" key, so validatePlain passes it; the encoder refuses it (unless undefined, which JSON omits).
+          if (
+            reference.ok &&
+            Object.prototype.hasOwnProperty.call(payload, '__proto__') &&
+            Object.getOwnPropertyDescriptor(payload, '__proto__')!.value !== undefined
+          )
+            expect(outcome).toEqual({ error: expect.stringContaining('payload.__proto__') });
+          else if (reference.ok) expect(outcome).toHaveProperty('bytes');
+          else
+            expect(outcome).toEqual({
+              error: `refusing to encode invalid ${type}: ${describeFieldErrors(reference.errors)}`,
+            });
+        },
+      ),
       { numRuns: 3000 },
     );
   });
 
   it('validates any payload on decode exactly as validatePlain does', () => {
     fc.assert(
-      fc.property(fc.constantFrom('Charged', 'Nested', 'Routed', 'Converted'), fc.array(payloadMutation, { maxLength: 3 }), (type, mutations) => {
-        const payload = mutate(bases[type]!, mutations);
-        const json = JSON.stringify({ ...valid, type, payload });
-        expect(registry.decode(json)).toEqual(slowDecode(json));
-      }),
+      fc.property(
+        fc.constantFrom('Charged', 'Nested', 'Routed', 'Converted'),
+        fc.array(payloadMutation, { maxLength: 3 }),
+        (type, mutations) => {
+          const payload = mutate(bases[type]!, mutations);
+          const json = JSON.stringify({ ...valid, type, payload });
+          expect(registry.decode(json)).toEqual(slowDecode(json));
+        },
+      ),
       { numRuns: 3000 },
     );
   });
@@ -214,13 +381,27 @@ describe('envelope fast path', () => {
   });
 
   it('a key named __proto__, at any depth, is refused on decode with its place and is never encoded', () => {
-    const json = JSON.stringify({ ...valid, type: 'Charged', payload: chargedBase }).replace('"meta":{"k":1}', '"meta":{"k":1,"__proto__":{"polluted":true}}');
-    expect(registry.decode(json)).toEqual({ ok: false, errors: [{ field: 'payload.meta.__proto__', message: 'a key named __proto__ is not allowed' }] });
+    const json = JSON.stringify({ ...valid, type: 'Charged', payload: chargedBase }).replace(
+      '"meta":{"k":1}',
+      '"meta":{"k":1,"__proto__":{"polluted":true}}',
+    );
+    expect(registry.decode(json)).toEqual({
+      ok: false,
+      errors: [{ field: 'payload.meta.__proto__', message: 'a key named __proto__ is not allowed' }],
+    });
     const commit = JSON.stringify({ commit_version: 1, events: [JSON.parse(json), valid] });
     expect(registry.decodeCommit(commit).ok).toBe(false);
     // A string value "__proto__" is only text.
     expect(registry.decode(JSON.stringify({ ...valid, payload: { by: 1, writer: '__proto__' } })).ok).toBe(true);
     const meta = JSON.parse('{"k":1,"__proto__":{"polluted":true}}') as Record<string, unknown>;
-    expect(() => registry.encode({ eventId: 'e-1', type: 'Charged', aggregateId: 'agg', occurredAt: '2026-01-01T00:00:00Z', payload: { ...chargedBase, meta } })).toThrow('payload.meta.__proto__');
+    expect(() =>
+      registry.encode({
+        eventId: 'e-1',
+        type: 'Charged',
+        aggregateId: 'agg',
+        occurredAt: '2026-01-01T00:00:00Z',
+        payload: { ...chargedBase, meta },
+      }),
+    ).toThrow('payload.meta.__proto__');
   });
 });

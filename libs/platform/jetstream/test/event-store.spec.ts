@@ -26,7 +26,10 @@ describe('JetStream event store', () => {
           const { events, lastSequence } = await f.store.load(subject);
           return { state: foldEvents(0, events, (sum, e) => sum + (e.event.payload['by'] as number)), lastSequence };
         },
-        decide: (total: number) => ({ events: [counterEvent(`${name}-${total}`, 'agg-race', 10, name)], result: total }),
+        decide: (total: number) => ({
+          events: [counterEvent(`${name}-${total}`, 'agg-race', 10, name)],
+          result: total,
+        }),
       });
     const naive = await Promise.allSettled([
       f.store.append(subject, [counterEvent('a', 'agg-race', 1, 'a')], 1),
@@ -61,8 +64,13 @@ describe('JetStream event store', () => {
     let expected = 0;
     for (let i = 0; i < 300; i++) {
       const other = f.names.workEventSubject(`noise-${i % 7}`);
-      await f.store.append(other, [counterEvent(`noise-${i}`, `noise-${i % 7}`, 1, 'n')], await f.store.lastSequence(other));
-      expected = (await f.store.append(subject, [counterEvent(`ord-${i}`, 'agg-order', i, 'w')], expected)).lastSequence;
+      await f.store.append(
+        other,
+        [counterEvent(`noise-${i}`, `noise-${i % 7}`, 1, 'n')],
+        await f.store.lastSequence(other),
+      );
+      expected = (await f.store.append(subject, [counterEvent(`ord-${i}`, 'agg-order', i, 'w')], expected))
+        .lastSequence;
     }
     const { events, lastSequence } = await f.store.load(subject);
     expect(events.map((e) => e.event.payload['by'])).toEqual(Array.from({ length: 300 }, (_, i) => i));
@@ -77,13 +85,26 @@ describe('JetStream event store', () => {
     for (let i = 0; i < 40; i++) {
       const other = f.names.workEventSubject('paths-noise');
       await f.store.append(other, [counterEvent(`pn-${i}`, 'paths-noise', 1, 'n')], await f.store.lastSequence(other));
-      sequences.push((await f.store.append(subject, [counterEvent(`p-${i}`, 'agg-paths', i, 'w')], sequences.at(-1) ?? 0)).lastSequence);
+      sequences.push(
+        (await f.store.append(subject, [counterEvent(`p-${i}`, 'agg-paths', i, 'w')], sequences.at(-1) ?? 0))
+          .lastSequence,
+      );
     }
     const store = (directReadEventsMax: number) =>
-      new JetStreamEventStore(f.js, f.jsm, { stream: f.names.workEventsStream, registry: counterRegistry(), publishTimeoutMs: 5000, loadEventsMax: 1000, loadIdleTimeoutMs: 5000, directReadEventsMax });
+      new JetStreamEventStore(f.js, f.jsm, {
+        stream: f.names.workEventsStream,
+        registry: counterRegistry(),
+        publishTimeoutMs: 5000,
+        loadEventsMax: 1000,
+        loadIdleTimeoutMs: 5000,
+        directReadEventsMax,
+      });
     const ids = (events: readonly { event: { eventId: string } }[]) => events.map((e) => e.event.eventId);
     // A long read with noise interleaved: all direct (the gap is under 1000) against all ordered.
-    const [direct, ordered] = await Promise.all([store(1000).load(subject, sequences[0]), store(0).load(subject, sequences[0])]);
+    const [direct, ordered] = await Promise.all([
+      store(1000).load(subject, sequences[0]),
+      store(0).load(subject, sequences[0]),
+    ]);
     expect(ids(direct.events)).toEqual(Array.from({ length: 39 }, (_, i) => `p-${i + 1}`));
     expect(ids(ordered.events)).toEqual(ids(direct.events));
     expect(direct.lastSequence).toBe(sequences[39]);
@@ -99,7 +120,10 @@ describe('JetStream event store', () => {
     const sequences: number[] = [];
     for (let i = 0; i < 5; i++) {
       await f.store.append(other, [counterEvent(`ln-${i}`, 'linked-noise', 1, 'n')], await f.store.lastSequence(other));
-      sequences.push((await f.store.append(subject, [counterEvent(`l-${i}`, 'agg-linked', i, 'w')], sequences.at(-1) ?? 0)).lastSequence);
+      sequences.push(
+        (await f.store.append(subject, [counterEvent(`l-${i}`, 'agg-linked', i, 'w')], sequences.at(-1) ?? 0))
+          .lastSequence,
+      );
     }
     // A plain subscription sees every direct get sent to the stream (the server still answers them).
     let seen = 0;
@@ -129,9 +153,16 @@ describe('JetStream event store', () => {
   it('a commit without the link (published by another writer) still loads in order, by reading the range', async () => {
     const subject = f.names.workEventSubject('agg-unlinked');
     const first = await f.store.append(subject, [counterEvent('u-0', 'agg-unlinked', 1, 'w')], 0);
-    await f.store.append(f.names.workEventSubject('unlinked-noise'), [counterEvent('un-0', 'unlinked-noise', 1, 'n')], 0);
+    await f.store.append(
+      f.names.workEventSubject('unlinked-noise'),
+      [counterEvent('un-0', 'unlinked-noise', 1, 'n')],
+      0,
+    );
     const middle = await f.store.append(subject, [counterEvent('u-1', 'agg-unlinked', 2, 'w')], first.lastSequence);
-    const raw = counterRegistry().encodeCommit([counterEvent('u-2', 'agg-unlinked', 3, 'other')], { eventsMax: 10, bytesMax: 100_000 });
+    const raw = counterRegistry().encodeCommit([counterEvent('u-2', 'agg-unlinked', 3, 'other')], {
+      eventsMax: 10,
+      bytesMax: 100_000,
+    });
     await f.js.publish(subject, raw);
     const ids = (events: readonly { event: { eventId: string } }[]) => events.map((e) => e.event.eventId);
     expect(ids((await f.store.load(subject)).events)).toEqual(['u-0', 'u-1', 'u-2']);
@@ -143,7 +174,13 @@ describe('JetStream event store', () => {
     const stream = f.names.budgetEventsStream;
     await f.jsm.streams.add({ name: stream, subjects: [f.names.budgetEventsWildcard], allow_direct: false });
     try {
-      const store = new JetStreamEventStore(f.js, f.jsm, { stream, registry: counterRegistry(), publishTimeoutMs: 5000, loadEventsMax: 100, loadIdleTimeoutMs: 5000 });
+      const store = new JetStreamEventStore(f.js, f.jsm, {
+        stream,
+        registry: counterRegistry(),
+        publishTimeoutMs: 5000,
+        loadEventsMax: 100,
+        loadIdleTimeoutMs: 5000,
+      });
       const subject = f.names.budgetEventSubject('nodirect');
       const first = await store.append(subject, [counterEvent('nd-1', 'nodirect', 1, 'w')], 0);
       await store.append(subject, [counterEvent('nd-2', 'nodirect', 2, 'w')], first.lastSequence);

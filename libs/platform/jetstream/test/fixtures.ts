@@ -16,7 +16,8 @@ export class CounterIncremented {
   @IsString() writer!: string;
 }
 
-export const counterRegistry = () => new EventRegistry([{ type: 'CounterIncremented', version: 1, payload: CounterIncremented }]);
+export const counterRegistry = () =>
+  new EventRegistry([{ type: 'CounterIncremented', version: 1, payload: CounterIncremented }]);
 
 export const eventStreamSpec = (name: string, subjects: string[]): StreamSpec => testEventStreamSpec(name, subjects);
 
@@ -29,8 +30,18 @@ export interface StoreFixture {
   dispose(): Promise<void>;
 }
 
-export async function storeFixture(url: string, namespace: string, overrides: Partial<StreamSpec> = {}): Promise<StoreFixture> {
-  const nc = await connectNats({ url, name: `test-${namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+export async function storeFixture(
+  url: string,
+  namespace: string,
+  overrides: Partial<StreamSpec> = {},
+): Promise<StoreFixture> {
+  const nc = await connectNats({
+    url,
+    name: `test-${namespace}`,
+    connectTimeoutMs: 5000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: 100,
+  });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const names = tallyNames(namespace);
@@ -56,7 +67,13 @@ export async function storeFixture(url: string, namespace: string, overrides: Pa
 }
 
 export function counterEvent(id: string, aggregateId: string, by: number, writer: string) {
-  return { eventId: id, type: 'CounterIncremented', aggregateId, occurredAt: '2026-01-01T00:00:00.000Z', payload: { by, writer } };
+  return {
+    eventId: id,
+    type: 'CounterIncremented',
+    aggregateId,
+    occurredAt: '2026-01-01T00:00:00.000Z',
+    payload: { by, writer },
+  };
 }
 
 /** Small, explicit limits for test streams. */
@@ -79,7 +96,13 @@ export interface NatsFixture {
 }
 
 export async function natsFixture(url: string, namespace: string): Promise<NatsFixture> {
-  const nc = await connectNats({ url, name: `test-${namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+  const nc = await connectNats({
+    url,
+    name: `test-${namespace}`,
+    connectTimeoutMs: 5000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: 100,
+  });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const names = tallyNames(namespace);
@@ -89,7 +112,14 @@ export async function natsFixture(url: string, namespace: string): Promise<NatsF
     jsm,
     names,
     async dispose() {
-      const streams = [names.budgetEventsStream, names.workEventsStream, names.workQueueStream, names.commandsStream, names.deadLetterStream, kvStreamName(names.commandRepliesBucket)];
+      const streams = [
+        names.budgetEventsStream,
+        names.workEventsStream,
+        names.workQueueStream,
+        names.commandsStream,
+        names.deadLetterStream,
+        kvStreamName(names.commandRepliesBucket),
+      ];
       for (const stream of streams) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.drain();
     },
@@ -108,7 +138,11 @@ export async function deadLetters(jsm: JetStreamManager, names: TallyNames): Pro
 }
 
 /** Polls until the condition holds; fails with `what` after timeoutMs. */
-export async function eventually(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
+export async function eventually(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await condition()) return;

@@ -39,9 +39,18 @@ describe('stream provisioning', () => {
 
   it('start-up refuses an existing work queue with limits retention, and creates nothing when any stream conflicts', async () => {
     const queue = tallyStreamSpecs(f.names, testStreamLimits).find((s) => s.name === f.names.workQueueStream)!;
-    await f.jsm.streams.add({ name: queue.name, subjects: [...queue.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File });
+    await f.jsm.streams.add({
+      name: queue.name,
+      subjects: [...queue.subjects],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+    });
     const attempt = provisionTallyStreams(f.jsm, f.names, testStreamLimits);
-    await expect(attempt).rejects.toThrow(new RegExp(`stream ${queue.name} exists with a conflicting configuration: retention is limits, expected workqueue`));
+    await expect(attempt).rejects.toThrow(
+      new RegExp(
+        `stream ${queue.name} exists with a conflicting configuration: retention is limits, expected workqueue`,
+      ),
+    );
     // The budget stream comes first in the list, yet it was not created: conflicts are found before anything changes.
     await expect(f.jsm.streams.info(f.names.budgetEventsStream)).rejects.toThrow(/stream not found/);
   });
@@ -54,11 +63,15 @@ describe('stream provisioning', () => {
     const status = await again.status();
     expect(status.ttl).toBe(60_000);
     expect(status.history).toBe(1);
-    await expect(ensureReplyBucket(f.js, f.names, { ...replyLimits, ttlMs: 5_000 })).rejects.toThrow(/max_age is 60000000000, expected 5000000000/);
+    await expect(ensureReplyBucket(f.js, f.names, { ...replyLimits, ttlMs: 5_000 })).rejects.toThrow(
+      /max_age is 60000000000, expected 5000000000/,
+    );
   });
 
   it('limits that cannot work are refused before reaching the server', () => {
-    expect(() => tallyStreamSpecs(f.names, { ...testStreamLimits, maxAgeMs: 60_000, duplicateWindowMs: 120_000 })).toThrow(/duplicateWindowMs=120000 exceeds maxAgeMs=60000/);
+    expect(() =>
+      tallyStreamSpecs(f.names, { ...testStreamLimits, maxAgeMs: 60_000, duplicateWindowMs: 120_000 }),
+    ).toThrow(/duplicateWindowMs=120000 exceeds maxAgeMs=60000/);
     expect(() => tallyStreamSpecs(f.names, { ...testStreamLimits, replicas: 0 })).toThrow(/replicas=0/);
   });
 });

@@ -39,7 +39,11 @@ describe('event store across nats-server restarts', () => {
   }
 
   /** The plain recipe: on an unknown outcome or a conflict, reload and republish the same event id. */
-  async function reloadAndRepublish(subject: string, event: ReturnType<typeof counterEvent>, expected: number): Promise<number> {
+  async function reloadAndRepublish(
+    subject: string,
+    event: ReturnType<typeof counterEvent>,
+    expected: number,
+  ): Promise<number> {
     let expectedSequence = expected;
     for (let attempt = 0; attempt < 100; attempt++) {
       try {
@@ -55,10 +59,20 @@ describe('event store across nats-server restarts', () => {
   }
 
   /** The library helper: republishes the same events with the same expected sequence. */
-  async function withHelper(subject: string, event: ReturnType<typeof counterEvent>, expected: number): Promise<number> {
+  async function withHelper(
+    subject: string,
+    event: ReturnType<typeof counterEvent>,
+    expected: number,
+  ): Promise<number> {
     for (let round = 0; round < 10; round++) {
       try {
-        return (await appendWithRedelivery(f.store, subject, [event], expected, { attemptsMax: 20, retryDelayMs: 50, retryDelayMaxMs: 1000 })).lastSequence;
+        return (
+          await appendWithRedelivery(f.store, subject, [event], expected, {
+            attemptsMax: 20,
+            retryDelayMs: 50,
+            retryDelayMaxMs: 1000,
+          })
+        ).lastSequence;
       } catch (error) {
         if (!(error instanceof AppendOutcomeUnknown)) throw error;
         unknowns++;
@@ -73,7 +87,10 @@ describe('event store across nats-server restarts', () => {
     let expected = 0;
     for (let i = 0; i < EVENTS_PER_AGGREGATE; i++) {
       const event = counterEvent(`${id}-e${i}`, id, i, 'w');
-      expected = aggregate % 2 === 0 ? await withHelper(subject, event, expected) : await reloadAndRepublish(subject, event, expected);
+      expected =
+        aggregate % 2 === 0
+          ? await withHelper(subject, event, expected)
+          : await reloadAndRepublish(subject, event, expected);
       acked++;
     }
   }
@@ -97,7 +114,9 @@ describe('event store across nats-server restarts', () => {
     expect(info.state.messages).toBe(TOTAL);
     for (let a = 0; a < AGGREGATES; a++) {
       const { events } = await f.store.load(f.names.workEventSubject(`agg-${a}`));
-      expect(events.map((e) => e.event.eventId)).toEqual(Array.from({ length: EVENTS_PER_AGGREGATE }, (_, i) => `agg-${a}-e${i}`));
+      expect(events.map((e) => e.event.eventId)).toEqual(
+        Array.from({ length: EVENTS_PER_AGGREGATE }, (_, i) => `agg-${a}-e${i}`),
+      );
     }
   }, 120_000);
 });

@@ -39,9 +39,13 @@ export class JetStreamCommandClientProxy extends ClientProxy {
     const { service, command } = packet.pattern as CommandPattern;
     const traceparent = packet.metadata?.[Headers.traceparent];
     this.client
-      .send(service, command, packet.data.commandId, packet.data.payload, { ...this.sendOptions, ...(traceparent ? { traceparent } : {}) })
+      .send(service, command, packet.data.commandId, packet.data.payload, {
+        ...this.sendOptions,
+        ...(traceparent ? { traceparent } : {}),
+      })
       .then(
-        (reply) => callback(reply.ok ? { response: reply.value, isDisposed: true } : { err: reply.error, isDisposed: true }),
+        (reply) =>
+          callback(reply.ok ? { response: reply.value, isDisposed: true } : { err: reply.error, isDisposed: true }),
         (error: unknown) => callback({ err: error, isDisposed: true }),
       );
     // A command cannot be un-sent: unsubscribing only stops listening for its reply.

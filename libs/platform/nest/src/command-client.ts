@@ -2,7 +2,13 @@
 // correlation map keyed by command id keep the hot path to: one JetStream publish
 // (with its PubAck) and one reply message. Nothing is set up per call.
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { createInbox, headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from '@nats-io/nats-core';
+import {
+  createInbox,
+  headers as natsHeaders,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/nats-core';
 import { Headers, type CommandService, type TallyNames } from '@tally/contracts';
 import { ReplyCache } from './reply-cache.js';
 import { commandIdProblem, decodeReply, type CommandReply } from './wire.js';
@@ -39,7 +45,10 @@ export class CommandTimeout extends Error {
     readonly elapsedMs: number,
     cause?: unknown,
   ) {
-    super(`no reply to command ${commandId} on ${subject} after ${attempts} attempts in ${elapsedMs} ms`, cause === undefined ? undefined : { cause });
+    super(
+      `no reply to command ${commandId} on ${subject} after ${attempts} attempts in ${elapsedMs} ms`,
+      cause === undefined ? undefined : { cause },
+    );
   }
 }
 
@@ -63,16 +72,25 @@ export class JetStreamCommandClient {
   /** Subscribes the reply inbox; call once before send(). */
   async start(): Promise<this> {
     if (this.subscription) return this;
-    this.subscription = this.nc.subscribe(this.inbox, { callback: (error, msg) => (error ? undefined : this.onReply(msg)) });
+    this.subscription = this.nc.subscribe(this.inbox, {
+      callback: (error, msg) => (error ? undefined : this.onReply(msg)),
+    });
     await this.nc.flush();
     return this;
   }
 
-  async send<TReply>(service: CommandService, command: string, commandId: string, payload: unknown, options: SendOptions): Promise<CommandReply<TReply>> {
+  async send<TReply>(
+    service: CommandService,
+    command: string,
+    commandId: string,
+    payload: unknown,
+    options: SendOptions,
+  ): Promise<CommandReply<TReply>> {
     if (!this.subscription) throw new Error('JetStreamCommandClient.start() was not called');
     const idProblem = commandIdProblem(commandId);
     if (idProblem) throw new Error(`command id ${idProblem}`);
-    if (!(options.attemptsMax >= 1) || !(options.timeoutMs > 0)) throw new Error('attemptsMax must be >= 1 and timeoutMs > 0');
+    if (!(options.attemptsMax >= 1) || !(options.timeoutMs > 0))
+      throw new Error('attemptsMax must be >= 1 and timeoutMs > 0');
     const subject = this.options.names.commandSubject(service, command);
     const data = Buffer.from(JSON.stringify(payload ?? null));
     const hdrs = natsHeaders();
@@ -87,7 +105,11 @@ export class JetStreamCommandClient {
       for (let attempt = 1; attempt <= options.attemptsMax; attempt++) {
         let duplicate = false;
         try {
-          const ack = await this.js.publish(subject, data, { msgID: commandId, headers: hdrs, timeout: this.options.publishTimeoutMs });
+          const ack = await this.js.publish(subject, data, {
+            msgID: commandId,
+            headers: hdrs,
+            timeout: this.options.publishTimeoutMs,
+          });
           duplicate = ack.duplicate;
         } catch (error) {
           lastError = error; // the outcome is unknown; re-publishing with the same id is safe
@@ -98,11 +120,22 @@ export class JetStreamCommandClient {
     } finally {
       reply.cancel();
     }
-    throw new CommandTimeout(subject, commandId, options.attemptsMax, Math.round(performance.now() - started), lastError);
+    throw new CommandTimeout(
+      subject,
+      commandId,
+      options.attemptsMax,
+      Math.round(performance.now() - started),
+      lastError,
+    );
   }
 
   /** Waits for the inbox; polls the cache meanwhile when the reply is going elsewhere, and once at the end. */
-  private async awaitReply(reply: Promise<Uint8Array>, commandId: string, timeoutMs: number, poll: boolean): Promise<Uint8Array | undefined> {
+  private async awaitReply(
+    reply: Promise<Uint8Array>,
+    commandId: string,
+    timeoutMs: number,
+    poll: boolean,
+  ): Promise<Uint8Array | undefined> {
     const deadline = performance.now() + timeoutMs;
     if (poll) {
       const cached = await this.cached(commandId);

@@ -30,7 +30,13 @@ export interface CommandProcessorDeps {
 
 type Outcome =
   | { readonly kind: 'answered'; readonly reply: CommandReply<unknown> }
-  | { readonly kind: 'refused'; readonly reason: DeadLetter['reason']; readonly detail: string; readonly errors: readonly FieldError[]; readonly reply: CommandReply<unknown> }
+  | {
+      readonly kind: 'refused';
+      readonly reason: DeadLetter['reason'];
+      readonly detail: string;
+      readonly errors: readonly FieldError[];
+      readonly reply: CommandReply<unknown>;
+    }
   | { readonly kind: 'retry'; readonly detail: string };
 
 interface Delivery {
@@ -45,7 +51,12 @@ export class CommandProcessor {
 
   async process(msg: JsMsg): Promise<void> {
     const header = (name: string) => msg.headers?.get(name) || undefined;
-    const delivery: Delivery = { msg, commandId: header(Headers.commandId) ?? '', replyTo: header(Headers.replyTo), traceparent: header(Headers.traceparent) };
+    const delivery: Delivery = {
+      msg,
+      commandId: header(Headers.commandId) ?? '',
+      replyTo: header(Headers.replyTo),
+      traceparent: header(Headers.traceparent),
+    };
     const working = setInterval(() => this.safely(() => msg.working()), this.deps.options.consumer.workingIntervalMs);
     try {
       const idProblem = commandIdProblem(delivery.commandId || undefined);
@@ -58,12 +69,16 @@ export class CommandProcessor {
       }
       // The spare delivery: the last attempt crashed before it could settle; give up without rerunning it.
       const spare = msg.info.deliveryCount > this.deps.options.consumer.deliveriesMax;
-      const outcome: Outcome = spare ? { kind: 'retry', detail: 'the last attempt did not finish' } : await this.run(delivery);
+      const outcome: Outcome = spare
+        ? { kind: 'retry', detail: 'the last attempt did not finish' }
+        : await this.run(delivery);
       await this.settle(delivery, outcome);
     } catch (error) {
       // The cache, the dead-letter stream or the connection failed: nothing was acked,
       // so a later delivery (here or in another replica) finishes the job.
-      this.deps.logger.warn?.(`command ${delivery.commandId} on ${msg.subject}: ${describe(error)}; will be redelivered`);
+      this.deps.logger.warn?.(
+        `command ${delivery.commandId} on ${msg.subject}: ${describe(error)}; will be redelivered`,
+      );
       this.safely(() => msg.nak(backoffMs(this.deps.options.retry, msg.info.deliveryCount)));
     } finally {
       clearInterval(working);
@@ -76,7 +91,13 @@ export class CommandProcessor {
       payload = JSON.parse(Buffer.from(d.msg.data).toString('utf8'));
     } catch (error) {
       const errors = [{ field: '$', message: `malformed JSON: ${(error as Error).message}` }];
-      return { kind: 'refused', reason: 'decode_failed', detail: 'command body is not JSON', errors, reply: { ok: false, error: validationError(errors) } };
+      return {
+        kind: 'refused',
+        reason: 'decode_failed',
+        detail: 'command body is not JSON',
+        errors,
+        reply: { ok: false, error: validationError(errors) },
+      };
     }
     const command = d.msg.subject.slice(d.msg.subject.lastIndexOf('.') + 1);
     const handler = this.deps.handlerFor(command);
@@ -104,7 +125,9 @@ export class CommandProcessor {
     }
     await this.deadLetter(d, 'max_deliveries_exceeded', outcome.detail, []);
     const message = `command failed ${deliveries} times and was dead-lettered`;
-    await this.answer(d, { ok: false, error: { type: 'max_deliveries_exceeded', message, deliveries } }, () => d.msg.term());
+    await this.answer(d, { ok: false, error: { type: 'max_deliveries_exceeded', message, deliveries } }, () =>
+      d.msg.term(),
+    );
   }
 
   /** Cache first, then reply, then settle the message: a crash in between re-sends the cached answer. */
@@ -123,7 +146,12 @@ export class CommandProcessor {
     d.msg.term();
   }
 
-  private async deadLetter(d: Delivery, reason: DeadLetter['reason'], detail: string, errors: readonly FieldError[]): Promise<void> {
+  private async deadLetter(
+    d: Delivery,
+    reason: DeadLetter['reason'],
+    detail: string,
+    errors: readonly FieldError[],
+  ): Promise<void> {
     const { msg } = d;
     await publishDeadLetter(
       this.deps.js,
@@ -142,7 +170,9 @@ export class CommandProcessor {
       },
       this.deps.options.publishTimeoutMs,
     );
-    this.deps.logger.warn?.(`command ${d.commandId || '(no id)'} on ${msg.subject} dead-lettered: ${reason}: ${detail}`);
+    this.deps.logger.warn?.(
+      `command ${d.commandId || '(no id)'} on ${msg.subject} dead-lettered: ${reason}: ${detail}`,
+    );
   }
 
   private publishReply(d: Delivery, data: Uint8Array): void {
@@ -166,13 +196,22 @@ export class CommandProcessor {
 function classify(error: unknown): Outcome {
   if (isValidationRpcError(error)) {
     const errors = [...error.errors];
-    return { kind: 'refused', reason: 'validation_failed', detail: 'command payload failed validation', errors, reply: { ok: false, error: validationError(errors) } };
+    return {
+      kind: 'refused',
+      reason: 'validation_failed',
+      detail: 'command payload failed validation',
+      errors,
+      reply: { ok: false, error: validationError(errors) },
+    };
   }
   const typed = error as { type?: unknown; message?: unknown } | null;
   if (typed !== null && typeof typed === 'object' && typeof typed.type === 'string') {
     // A handler threw RpcException({type, message, …}): a deliberate, final refusal.
     const message = typeof typed.message === 'string' ? typed.message : typed.type;
-    const reply: CommandReply<unknown> = { ok: false, error: { type: 'rejected', reason: typed.type, message, detail: error } };
+    const reply: CommandReply<unknown> = {
+      ok: false,
+      error: { type: 'rejected', reason: typed.type, message, detail: error },
+    };
     return { kind: 'refused', reason: 'handler_rejected', detail: `${typed.type}: ${message}`, errors: [], reply };
   }
   // Anything else (Nest reports it as "Internal server error" and logs the cause) may be transient.

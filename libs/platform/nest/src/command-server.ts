@@ -13,7 +13,10 @@ import { Slots } from './slots.js';
 
 export type CommandServerStatus = 'connecting' | 'listening' | 'closing' | 'closed';
 
-export class JetStreamCommandServer extends Server<Record<string, never>, CommandServerStatus> implements CustomTransportStrategy {
+export class JetStreamCommandServer
+  extends Server<Record<string, never>, CommandServerStatus>
+  implements CustomTransportStrategy
+{
   private nc: NatsConnection | undefined;
   private messages: ConsumerMessages | undefined;
   private loop: Promise<void> | undefined;
@@ -67,7 +70,11 @@ export class JetStreamCommandServer extends Server<Record<string, never>, Comman
       toObservable: (result) => this.transformToObservable(result) as Observable<unknown>,
     });
     const consumer = await js.consumers.get(o.commandsStream.name, durable);
-    const messages = await consumer.consume({ max_messages: c.fetchBatch, expires: c.pullExpiresMs, idle_heartbeat: c.idleHeartbeatMs });
+    const messages = await consumer.consume({
+      max_messages: c.fetchBatch,
+      expires: c.pullExpiresMs,
+      idle_heartbeat: c.idleHeartbeatMs,
+    });
     this.messages = messages;
     this.loop = this.pump(messages, processor);
     this._status$.next('listening');
@@ -108,7 +115,9 @@ export class JetStreamCommandServer extends Server<Record<string, never>, Comman
     await this.messages?.close().catch(() => undefined);
     await this.loop;
     const drained = Promise.allSettled([...this.inflight]);
-    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.options.drainTimeoutMs).unref());
+    const timeout = new Promise<'timeout'>((resolve) =>
+      setTimeout(() => resolve('timeout'), this.options.drainTimeoutMs).unref(),
+    );
     if ((await Promise.race([drained, timeout])) === 'timeout') {
       this.logger.warn(`closing with ${this.inflight.size} commands still running; they will be redelivered`);
     }

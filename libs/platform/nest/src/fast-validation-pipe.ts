@@ -19,15 +19,30 @@ export class FastValidationPipe extends ValidationPipe {
 
   constructor(private readonly pipeOptions: ValidationPipeOptions) {
     super(pipeOptions);
-    if (!(pipeOptions.whitelist && pipeOptions.forbidNonWhitelisted && pipeOptions.transform && pipeOptions.forbidUnknownValues !== false && !pipeOptions.groups && !pipeOptions.skipMissingProperties && !pipeOptions.transformOptions)) {
+    if (!(
+      pipeOptions.whitelist &&
+      pipeOptions.forbidNonWhitelisted &&
+      pipeOptions.transform &&
+      pipeOptions.forbidUnknownValues !== false &&
+      !pipeOptions.groups &&
+      !pipeOptions.skipMissingProperties &&
+      !pipeOptions.transformOptions
+    )) {
       // passesFast answers for exactly these options: anything else would make it wrong.
-      throw new Error('FastValidationPipe needs whitelist, forbidNonWhitelisted and transform, without groups, skipped properties or transform options');
+      throw new Error(
+        'FastValidationPipe needs whitelist, forbidNonWhitelisted and transform, without groups, skipped properties or transform options',
+      );
     }
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const metatype = this.pipeOptions.expectedType ?? metadata.metatype;
-    if (metatype && this.toValidate({ ...metadata, metatype }) && isPlainJsonTree(value) && passesFast(metatype as new () => object, value)) {
+    if (
+      metatype &&
+      this.toValidate({ ...metadata, metatype }) &&
+      isPlainJsonTree(value) &&
+      passesFast(metatype as new () => object, value)
+    ) {
       this.fastAccepts++;
       return plainToInstance(metatype as new () => object, value);
     }

@@ -67,18 +67,34 @@ export function commandServerOptionProblems(o: JetStreamCommandServerOptions): s
     if (!Number.isFinite(value) || value <= 0) problems.push(`${name} must be a positive number, got ${value}`);
   };
   const c = o.consumer;
-  for (const [name, value] of Object.entries({ ...c, ...o.retry, publishTimeoutMs: o.publishTimeoutMs, drainTimeoutMs: o.drainTimeoutMs })) positive(value, name);
-  if (o.commandsStream.name !== o.names.commandsStream) problems.push(`commandsStream.name must be ${o.names.commandsStream}`);
-  if (o.commandsStream.retention !== 'workqueue') problems.push('commandsStream.retention must be workqueue: an acked command is done');
-  if (o.deadLetterStream.name !== o.names.deadLetterStream) problems.push(`deadLetterStream.name must be ${o.names.deadLetterStream}`);
+  for (const [name, value] of Object.entries({
+    ...c,
+    ...o.retry,
+    publishTimeoutMs: o.publishTimeoutMs,
+    drainTimeoutMs: o.drainTimeoutMs,
+  }))
+    positive(value, name);
+  if (o.commandsStream.name !== o.names.commandsStream)
+    problems.push(`commandsStream.name must be ${o.names.commandsStream}`);
+  if (o.commandsStream.retention !== 'workqueue')
+    problems.push('commandsStream.retention must be workqueue: an acked command is done');
+  if (o.deadLetterStream.name !== o.names.deadLetterStream)
+    problems.push(`deadLetterStream.name must be ${o.names.deadLetterStream}`);
   if (o.replyCache.ttlMs < o.commandsStream.duplicateWindowMs) {
-    problems.push('replyCache.ttlMs must be at least commandsStream.duplicateWindowMs: a deduplicated re-send finds its answer only in the cache');
+    problems.push(
+      'replyCache.ttlMs must be at least commandsStream.duplicateWindowMs: a deduplicated re-send finds its answer only in the cache',
+    );
   }
   if (c.workingIntervalMs >= c.ackWaitMs) problems.push('consumer.workingIntervalMs must be below consumer.ackWaitMs');
-  if (c.fetchBatch > c.concurrencyMax) problems.push('consumer.fetchBatch must not exceed consumer.concurrencyMax: buffered commands would age past ackWaitMs');
-  if (c.ackPendingMax < c.concurrencyMax) problems.push('consumer.ackPendingMax must be at least consumer.concurrencyMax');
+  if (c.fetchBatch > c.concurrencyMax)
+    problems.push(
+      'consumer.fetchBatch must not exceed consumer.concurrencyMax: buffered commands would age past ackWaitMs',
+    );
+  if (c.ackPendingMax < c.concurrencyMax)
+    problems.push('consumer.ackPendingMax must be at least consumer.concurrencyMax');
   if (c.deliveriesMax < 2) problems.push('consumer.deliveriesMax must be at least 2 so a transient failure is retried');
-  if (o.retry.backoffMaxMs < o.retry.backoffBaseMs) problems.push('retry.backoffMaxMs must be at least retry.backoffBaseMs');
+  if (o.retry.backoffMaxMs < o.retry.backoffBaseMs)
+    problems.push('retry.backoffMaxMs must be at least retry.backoffBaseMs');
   return problems;
 }
 

@@ -16,7 +16,12 @@ export interface ValidationRpcError {
 }
 
 export function isValidationRpcError(error: unknown): error is ValidationRpcError {
-  return typeof error === 'object' && error !== null && (error as { type?: unknown }).type === 'validation' && Array.isArray((error as { errors?: unknown }).errors);
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { type?: unknown }).type === 'validation' &&
+    Array.isArray((error as { errors?: unknown }).errors)
+  );
 }
 
 export function commandValidationPipe(): ValidationPipe {

@@ -16,7 +16,8 @@ export type CommandError =
   /** The handler kept failing; the command was dead-lettered after `deliveries` attempts. */
   | { readonly type: 'max_deliveries_exceeded'; readonly message: string; readonly deliveries: number };
 
-export type CommandReply<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: CommandError };
+export type CommandReply<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: CommandError };
 
 const COMMAND_ID = /^[\x21-\x7e]{1,512}$/;
 

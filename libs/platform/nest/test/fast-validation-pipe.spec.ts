@@ -4,7 +4,17 @@
 import { describe, expect, it } from '@jest/globals';
 import { BadRequestException, ValidationPipe, type ArgumentMetadata, type ValidationPipeOptions } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import fc from 'fast-check';
 import { FastValidationPipe } from '../src/index.js';
 
@@ -24,7 +34,12 @@ class Submit {
   @IsOptional() @IsObject() meta?: Record<string, unknown>;
 }
 
-const options: ValidationPipeOptions = { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true, transform: true };
+const options: ValidationPipeOptions = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: true,
+  transform: true,
+};
 const metadata: ArgumentMetadata = { type: 'body', metatype: Submit };
 const base = { work_id: 'w1', route: [{ provider: 'p', model: 'm1' }], limits: { max_tokens: 4 }, meta: { k: 1 } };
 
@@ -32,18 +47,47 @@ const base = { work_id: 'w1', route: [{ provider: 'p', model: 'm1' }], limits: {
 async function outcome(pipe: ValidationPipe, body: unknown): Promise<unknown> {
   try {
     const dto = (await pipe.transform(body, metadata)) as object;
-    return { dto: JSON.parse(JSON.stringify(dto)), cls: dto.constructor.name, nested: (dto as Submit).route?.map((l) => l.constructor.name) };
+    return {
+      dto: JSON.parse(JSON.stringify(dto)),
+      cls: dto.constructor.name,
+      nested: (dto as Submit).route?.map((l) => l.constructor.name),
+    };
   } catch (error) {
     return { error: error instanceof BadRequestException ? error.getResponse() : String(error) };
   }
 }
 
 const values = fc.constantFrom<unknown>(
-  'w1', '', 'x'.repeat(17), 0, 1, -1, 1.5, null, true, '<undefined>', [], {}, { k: { '__proto__': 1 } },
-  [{ provider: 'p', model: 'm1' }], [{ provider: 'p', model: 'm3' }], [{ provider: 'p', model: 'm1', extra: 1 }], [null], ['a'],
-  [{ provider: 'p', model: 'm1' }, { provider: 'q', model: 'm2' }, { provider: 'r', model: 'm1' }], { max_tokens: 0 }, { max_tokens: 2, more: 1 },
+  'w1',
+  '',
+  'x'.repeat(17),
+  0,
+  1,
+  -1,
+  1.5,
+  null,
+  true,
+  '<undefined>',
+  [],
+  {},
+  { k: { __proto__: 1 } },
+  [{ provider: 'p', model: 'm1' }],
+  [{ provider: 'p', model: 'm3' }],
+  [{ provider: 'p', model: 'm1', extra: 1 }],
+  [null],
+  ['a'],
+  [
+    { provider: 'p', model: 'm1' },
+    { provider: 'q', model: 'm2' },
+    { provider: 'r', model: 'm1' },
+  ],
+  { max_tokens: 0 },
+  { max_tokens: 2, more: 1 },
 );
-const mutation = fc.tuple(fc.constantFrom('work_id', 'route', 'limits', 'meta', 'extra', 'constructor'), fc.oneof({ arbitrary: values, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }));
+const mutation = fc.tuple(
+  fc.constantFrom('work_id', 'route', 'limits', 'meta', 'extra', 'constructor'),
+  fc.oneof({ arbitrary: values, weight: 9 }, { arbitrary: fc.constant('<delete>'), weight: 1 }),
+);
 
 function body(mutations: readonly [string, unknown][]): Record<string, unknown> {
   // Through JSON, as a request body arrives ("__proto__" stays an own key).
@@ -52,14 +96,21 @@ function body(mutations: readonly [string, unknown][]): Record<string, unknown> 
     if (value === '<delete>') fields.delete(key);
     else fields.set(key, value === '<undefined>' ? undefined : value);
   }
-  return JSON.parse(`{${[...fields].filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`) as Record<string, unknown>;
+  return JSON.parse(
+    `{${[...fields]
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
+      .join(',')}}`,
+  ) as Record<string, unknown>;
 }
 
 describe('FastValidationPipe', () => {
   it('answers every body as Nest ValidationPipe does: an equal DTO of the same classes, or the same errors', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(mutation, { maxLength: 3 }), async (mutations) => {
-        expect(await outcome(new FastValidationPipe(options), body(mutations))).toEqual(await outcome(new ValidationPipe(options), body(mutations)));
+        expect(await outcome(new FastValidationPipe(options), body(mutations))).toEqual(
+          await outcome(new ValidationPipe(options), body(mutations)),
+        );
       }),
       { numRuns: 1500 },
     );

@@ -7,11 +7,24 @@ import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservice
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { EventRegistry, tallyNames, type TallyNames } from '@tally/contracts';
-import { connectNats, ensureStream, JetStreamEventStore, kvStreamName, tallyStreamSpecs, type StreamLimits } from '@tally/platform-jetstream';
+import {
+  connectNats,
+  ensureStream,
+  JetStreamEventStore,
+  kvStreamName,
+  tallyStreamSpecs,
+  type StreamLimits,
+} from '@tally/platform-jetstream';
 import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
-import { commandValidationPipe, JetStreamCommandClient, JetStreamCommandContext, JetStreamCommandServer, type JetStreamCommandServerOptions } from '../src/index.js';
+import {
+  commandValidationPipe,
+  JetStreamCommandClient,
+  JetStreamCommandContext,
+  JetStreamCommandServer,
+  type JetStreamCommandServerOptions,
+} from '../src/index.js';
 
 export class CounterIncremented {
   @IsInt() by!: number;
@@ -80,10 +93,23 @@ class LedgerController {
     if (command.account === 'doomed') throw new Error('the ledger is on fire');
     const subject = p.names.workEventSubject(command.account);
     // The event id derives from the command id: a rerun of the same command appends nothing new.
-    const event = { eventId: `evt-${commandId}`, type: 'CounterIncremented', aggregateId: command.account, occurredAt: '2026-01-01T00:00:00.000Z', payload: { by: command.amount, writer: this.instance } };
+    const event = {
+      eventId: `evt-${commandId}`,
+      type: 'CounterIncremented',
+      aggregateId: command.account,
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      payload: { by: command.amount, writer: this.instance },
+    };
     const result = await p.store.append(subject, [event], await p.store.lastSequence(subject));
     await p.afterAppend?.(commandId, call);
-    return { account: command.account, sequence: result.sequences[0]!, duplicate: result.duplicates[0]!, invocation, instance: this.instance, traceparent: ctx.getTraceparent() ?? null };
+    return {
+      account: command.account,
+      sequence: result.sequences[0]!,
+      duplicate: result.duplicates[0]!,
+      invocation,
+      instance: this.instance,
+      traceparent: ctx.getTraceparent() ?? null,
+    };
   }
 
   @MessagePattern('ping')
@@ -95,11 +121,25 @@ class LedgerController {
 @Module({})
 class LedgerModule {
   static register(probe: Probe, instance: string): DynamicModule {
-    return { module: LedgerModule, controllers: [LedgerController], providers: [{ provide: PROBE, useValue: probe }, { provide: INSTANCE, useValue: instance }] };
+    return {
+      module: LedgerModule,
+      controllers: [LedgerController],
+      providers: [
+        { provide: PROBE, useValue: probe },
+        { provide: INSTANCE, useValue: instance },
+      ],
+    };
   }
 }
 
-export const streamLimits: StreamLimits = { storage: 'file', replicas: 1, duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 256 * 1024 * 1024, maxMsgSizeBytes: 1024 * 1024 };
+export const streamLimits: StreamLimits = {
+  storage: 'file',
+  replicas: 1,
+  duplicateWindowMs: 120_000,
+  maxAgeMs: 0,
+  maxBytes: 256 * 1024 * 1024,
+  maxMsgSizeBytes: 1024 * 1024,
+};
 
 export interface HarnessOptions {
   readonly commandsDuplicateWindowMs?: number;
@@ -129,13 +169,28 @@ export class Harness {
     const events = tallyStreamSpecs(names, streamLimits).find((s) => s.name === names.workEventsStream)!;
     await ensureStream(jsm, events);
     const registry = new EventRegistry([{ type: 'CounterIncremented', version: 1, payload: CounterIncremented }]);
-    const store = new JetStreamEventStore(js, jsm, { stream: names.workEventsStream, registry, publishTimeoutMs: 5000, loadEventsMax: 100_000, loadIdleTimeoutMs: 5000 });
+    const store = new JetStreamEventStore(js, jsm, {
+      stream: names.workEventsStream,
+      registry,
+      publishTimeoutMs: 5000,
+      loadEventsMax: 100_000,
+      loadIdleTimeoutMs: 5000,
+    });
     return new Harness(names, nc, js, jsm, store, new Probe(store, names), options);
   }
 
   serverOptions(connection: NatsConnection): JetStreamCommandServerOptions {
-    const commandsLimits = { ...streamLimits, duplicateWindowMs: this.options.commandsDuplicateWindowMs ?? streamLimits.duplicateWindowMs };
-    const specs = tallyStreamSpecs(this.names, { budgetEvents: streamLimits, workEvents: streamLimits, workQueue: streamLimits, commands: commandsLimits, deadLetter: streamLimits });
+    const commandsLimits = {
+      ...streamLimits,
+      duplicateWindowMs: this.options.commandsDuplicateWindowMs ?? streamLimits.duplicateWindowMs,
+    };
+    const specs = tallyStreamSpecs(this.names, {
+      budgetEvents: streamLimits,
+      workEvents: streamLimits,
+      workQueue: streamLimits,
+      commands: commandsLimits,
+      deadLetter: streamLimits,
+    });
     return {
       connection,
       names: this.names,
@@ -174,7 +229,12 @@ export class Harness {
   }
 
   async client(): Promise<JetStreamCommandClient> {
-    const client = await new JetStreamCommandClient(this.nc, { names: this.names, publishTimeoutMs: 5000, cacheTimeoutMs: 2000, cachePollMs: 50 }).start();
+    const client = await new JetStreamCommandClient(this.nc, {
+      names: this.names,
+      publishTimeoutMs: 5000,
+      cacheTimeoutMs: 2000,
+      cachePollMs: 50,
+    }).start();
     this.clients.push(client);
     return client;
   }
@@ -199,7 +259,12 @@ export class Harness {
     for (const app of this.apps) await app.close().catch(() => undefined);
     for (const nc of this.connections) if (!nc.isClosed()) await nc.drain().catch(() => undefined);
     const n = this.names;
-    for (const stream of [n.commandsStream, n.deadLetterStream, n.workEventsStream, kvStreamName(n.commandRepliesBucket)]) {
+    for (const stream of [
+      n.commandsStream,
+      n.deadLetterStream,
+      n.workEventsStream,
+      kvStreamName(n.commandRepliesBucket),
+    ]) {
       await this.jsm.streams.delete(stream).catch(() => undefined);
     }
     await this.nc.drain();
@@ -207,7 +272,13 @@ export class Harness {
 }
 
 function connect(name: string): Promise<NatsConnection> {
-  return connectNats({ url: sharedNatsUrl(), name, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+  return connectNats({
+    url: sharedNatsUrl(),
+    name,
+    connectTimeoutMs: 5000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: 100,
+  });
 }
 
 export function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -216,7 +287,11 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-export async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();

@@ -17,7 +17,9 @@ describe('durable commands: idempotency by command id', () => {
     const client = await h.client();
     const first = await client.send<AppendReply>('work', 'append', 'cmd-seq', { account: 'acct-s', amount: 1 }, send);
     const second = await client.send<AppendReply>('work', 'append', 'cmd-seq', { account: 'acct-s', amount: 1 }, send);
-    const other = await (await h.client()).send<AppendReply>('work', 'append', 'cmd-seq', { account: 'acct-s', amount: 1 }, send);
+    const other = await (
+      await h.client()
+    ).send<AppendReply>('work', 'append', 'cmd-seq', { account: 'acct-s', amount: 1 }, send);
     expect(first.ok).toBe(true);
     expect(second).toEqual(first);
     expect(other).toEqual(first);
@@ -56,6 +58,12 @@ describe('durable commands: idempotency by command id', () => {
     // …and the server answered it from the cache and acked it.
     expect(again).toEqual(first);
     expect(h.probe.callsOf('cmd-late')).toBe(1);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
+    expect(
+      await eventually(
+        () => h.messagesIn(h.names.commandsStream),
+        (n) => n === 0,
+        5000,
+      ),
+    ).toBe(0);
   });
 });

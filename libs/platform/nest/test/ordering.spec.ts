@@ -20,7 +20,13 @@ describe('durable commands: ack after append', () => {
       await release.promise;
     };
     const client = await h.client();
-    const reply = client.send<AppendReply>('work', 'append', 'cmd-ord-1', { account: 'acct-1', amount: 7 }, { timeoutMs: 8000, attemptsMax: 2 });
+    const reply = client.send<AppendReply>(
+      'work',
+      'append',
+      'cmd-ord-1',
+      { account: 'acct-1', amount: 7 },
+      { timeoutMs: 8000, attemptsMax: 2 },
+    );
 
     await appended.promise;
     // The event is committed, and the command is still in the work queue: it has not been acked.
@@ -41,7 +47,13 @@ describe('durable commands: ack after append', () => {
     const { events } = await h.store.load(h.names.workEventSubject('acct-1'));
     expect(events.map((e) => e.event.eventId)).toEqual(['evt-cmd-ord-1']);
     expect(answer.value.sequence).toBe(events[0]!.sequence);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
+    expect(
+      await eventually(
+        () => h.messagesIn(h.names.commandsStream),
+        (n) => n === 0,
+        5000,
+      ),
+    ).toBe(0);
   });
 
   it('a command is acked only after its events are appended: a handler that fails after appending is retried and the event appears exactly once', async () => {
@@ -51,12 +63,24 @@ describe('durable commands: ack after append', () => {
       if (call === 1) throw new Error('crash after append, before the reply');
     };
     const client = await h.client();
-    const answer = await client.send<AppendReply>('work', 'append', 'cmd-ord-2', { account: 'acct-2', amount: 3 }, { timeoutMs: 5000, attemptsMax: 2 });
+    const answer = await client.send<AppendReply>(
+      'work',
+      'append',
+      'cmd-ord-2',
+      { account: 'acct-2', amount: 3 },
+      { timeoutMs: 5000, attemptsMax: 2 },
+    );
     expect(answer).toMatchObject({ ok: true, value: { account: 'acct-2', duplicate: true } });
     expect(h.probe.callsOf('cmd-ord-2')).toBe(2);
     const { events } = await h.store.load(h.names.workEventSubject('acct-2'));
     expect(events.map((e) => e.event.eventId)).toEqual(['evt-cmd-ord-2']);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
+    expect(
+      await eventually(
+        () => h.messagesIn(h.names.commandsStream),
+        (n) => n === 0,
+        5000,
+      ),
+    ).toBe(0);
     expect(await h.deadLetters()).toEqual([]);
   });
 });

@@ -27,13 +27,27 @@ describe('durable commands: refusals and dead letters', () => {
     expect(error.errors.map((e) => e.field).sort()).toEqual(['account', 'amount', 'extra', 'meta.note']);
     expect(JSON.stringify(answer)).not.toContain('Internal server error');
 
-    const letters = await eventually(() => h.deadLetters(), (l) => l.length === 1, 5000);
+    const letters = await eventually(
+      () => h.deadLetters(),
+      (l) => l.length === 1,
+      5000,
+    );
     expect(letters).toHaveLength(1);
-    expect(letters[0]).toMatchObject({ reason: 'validation_failed', source: 'work-commands', original_subject: h.names.commandSubject('work', 'append') });
+    expect(letters[0]).toMatchObject({
+      reason: 'validation_failed',
+      source: 'work-commands',
+      original_subject: h.names.commandSubject('work', 'append'),
+    });
     expect(letters[0]!['errors']).toEqual(error.errors);
     expect(h.probe.callsOf('cmd-bad')).toBe(0);
     expect(await h.messagesIn(h.names.workEventsStream)).toBe(0);
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
+    expect(
+      await eventually(
+        () => h.messagesIn(h.names.commandsStream),
+        (n) => n === 0,
+        5000,
+      ),
+    ).toBe(0);
 
     // The same bad command again: the same answer, and no second dead letter.
     expect(await client.send('work', 'append', 'cmd-bad', bad, send)).toEqual(answer);
@@ -50,20 +64,34 @@ describe('durable commands: refusals and dead letters', () => {
       const hdrs = natsHeaders();
       if (commandId) hdrs.set(Headers.commandId, commandId);
       hdrs.set(Headers.replyTo, inbox);
-      await h.js.publish(h.names.commandSubject('work', 'append'), body, { headers: hdrs, ...(commandId ? { msgID: commandId } : {}) });
+      await h.js.publish(h.names.commandSubject('work', 'append'), body, {
+        headers: hdrs,
+        ...(commandId ? { msgID: commandId } : {}),
+      });
     };
     await publish('cmd-json', '{"account": "acct", ');
     await publish(undefined, '{"account": "acct", "amount": 1}');
     await publish('cmd-string', '"not an object"');
-    await eventually(async () => replies.length, (n) => n === 3, 5000);
+    await eventually(
+      async () => replies.length,
+      (n) => n === 3,
+      5000,
+    );
     sub.unsubscribe();
 
     const byId = new Map(replies.map((m) => [m.headers?.get(Headers.commandId) ?? '', decodeReply(m.data)]));
     expect(byId.get('cmd-json')).toMatchObject({ ok: false, error: { type: 'validation', errors: [{ field: '$' }] } });
-    expect(byId.get('')).toMatchObject({ ok: false, error: { type: 'validation', errors: [{ field: `headers.${Headers.commandId}`, message: 'is required' }] } });
+    expect(byId.get('')).toMatchObject({
+      ok: false,
+      error: { type: 'validation', errors: [{ field: `headers.${Headers.commandId}`, message: 'is required' }] },
+    });
     // Valid JSON of the wrong shape is the pipe's business: a validation failure, not "Internal server error".
     expect(byId.get('cmd-string')).toMatchObject({ ok: false, error: { type: 'validation' } });
-    const letters = await eventually(() => h.deadLetters(), (l) => l.length === 3, 5000);
+    const letters = await eventually(
+      () => h.deadLetters(),
+      (l) => l.length === 3,
+      5000,
+    );
     expect(letters.map((l) => l['reason']).sort()).toEqual(['decode_failed', 'decode_failed', 'validation_failed']);
     expect(await h.messagesIn(h.names.workEventsStream)).toBe(0);
   });
@@ -73,9 +101,21 @@ describe('durable commands: refusals and dead letters', () => {
     await h.startServer('a');
     const client = await h.client();
     const answer = await client.send('work', 'append', 'cmd-closed', { account: 'closed', amount: 1 }, send);
-    expect(answer).toEqual({ ok: false, error: { type: 'rejected', reason: 'account_closed', message: 'account is closed', detail: { type: 'account_closed', message: 'account is closed' } } });
+    expect(answer).toEqual({
+      ok: false,
+      error: {
+        type: 'rejected',
+        reason: 'account_closed',
+        message: 'account is closed',
+        detail: { type: 'account_closed', message: 'account is closed' },
+      },
+    });
     expect(h.probe.callsOf('cmd-closed')).toBe(1);
-    const letters = await eventually(() => h.deadLetters(), (l) => l.length === 1, 5000);
+    const letters = await eventually(
+      () => h.deadLetters(),
+      (l) => l.length === 1,
+      5000,
+    );
     expect(letters[0]).toMatchObject({ reason: 'handler_rejected' });
   });
 
@@ -89,8 +129,18 @@ describe('durable commands: refusals and dead letters', () => {
     expect(h.probe.callsOf('cmd-doomed')).toBe(4);
     // Backoff 50, 100, 200 ms between the four attempts.
     expect(Date.now() - started).toBeGreaterThanOrEqual(350);
-    const letters = await eventually(() => h.deadLetters(), (l) => l.length === 1, 5000);
+    const letters = await eventually(
+      () => h.deadLetters(),
+      (l) => l.length === 1,
+      5000,
+    );
     expect(letters[0]).toMatchObject({ reason: 'max_deliveries_exceeded', deliveries: 4 });
-    expect(await eventually(() => h.messagesIn(h.names.commandsStream), (n) => n === 0, 5000)).toBe(0);
+    expect(
+      await eventually(
+        () => h.messagesIn(h.names.commandsStream),
+        (n) => n === 0,
+        5000,
+      ),
+    ).toBe(0);
   });
 });

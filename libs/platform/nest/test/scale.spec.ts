@@ -18,10 +18,21 @@ describe('durable commands: correlation and shared consumers', () => {
     const n = 200;
     const traceparent = (i: number) => `00-${i.toString(16).padStart(32, '0')}-${'b'.repeat(16)}-01`;
     const answers = await Promise.all(
-      Array.from({ length: n }, (_, i) => client.send<AppendReply>('work', 'append', `cmd-corr-${i}`, { account: `acct-${i}`, amount: i + 1 }, { ...send, traceparent: traceparent(i) })),
+      Array.from({ length: n }, (_, i) =>
+        client.send<AppendReply>(
+          'work',
+          'append',
+          `cmd-corr-${i}`,
+          { account: `acct-${i}`, amount: i + 1 },
+          { ...send, traceparent: traceparent(i) },
+        ),
+      ),
     );
     answers.forEach((answer, i) => {
-      expect(answer).toMatchObject({ ok: true, value: { account: `acct-${i}`, duplicate: false, traceparent: traceparent(i) } });
+      expect(answer).toMatchObject({
+        ok: true,
+        value: { account: `acct-${i}`, duplicate: false, traceparent: traceparent(i) },
+      });
     });
     const sequences = answers.map((a) => (a.ok ? a.value.sequence : -1));
     expect(new Set(sequences).size).toBe(n);
@@ -37,7 +48,11 @@ describe('durable commands: correlation and shared consumers', () => {
     await h.startServer('b', probeB);
     const client = await h.client();
     const n = 120;
-    const answers = await Promise.all(Array.from({ length: n }, (_, i) => client.send<AppendReply>('work', 'append', `cmd-share-${i}`, { account: `acct-${i}`, amount: 1 }, send)));
+    const answers = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        client.send<AppendReply>('work', 'append', `cmd-share-${i}`, { account: `acct-${i}`, amount: 1 }, send),
+      ),
+    );
     expect(answers.every((a) => a.ok && !a.value.duplicate)).toBe(true);
     for (let i = 0; i < n; i++) expect(probeA.callsOf(`cmd-share-${i}`) + probeB.callsOf(`cmd-share-${i}`)).toBe(1);
     expect(probeA.invocations + probeB.invocations).toBe(n);

@@ -23,11 +23,21 @@ export interface BulkUpsertOptions extends BulkWriteOptions {
   readonly updateColumns: readonly string[];
 }
 
-export async function bulkInsert<T extends ObjectLiteral>(manager: EntityManager, entity: EntityTarget<T>, rows: readonly T[], options: BulkWriteOptions): Promise<void> {
+export async function bulkInsert<T extends ObjectLiteral>(
+  manager: EntityManager,
+  entity: EntityTarget<T>,
+  rows: readonly T[],
+  options: BulkWriteOptions,
+): Promise<void> {
   await writeChunks(manager, entity, rows, options.rowsPerStatementMax, '');
 }
 
-export async function bulkUpsert<T extends ObjectLiteral>(manager: EntityManager, entity: EntityTarget<T>, rows: readonly T[], options: BulkUpsertOptions): Promise<void> {
+export async function bulkUpsert<T extends ObjectLiteral>(
+  manager: EntityManager,
+  entity: EntityTarget<T>,
+  rows: readonly T[],
+  options: BulkUpsertOptions,
+): Promise<void> {
   const metadata = manager.connection.getMetadata(entity);
   const escape = (c: ColumnMetadata) => manager.connection.driver.escape(c.databaseName);
   const column = (property: string) => {
@@ -38,18 +48,30 @@ export async function bulkUpsert<T extends ObjectLiteral>(manager: EntityManager
   if (options.conflictColumns.length === 0) throw new Error('bulkUpsert needs conflictColumns');
   const conflict = options.conflictColumns.map((p) => escape(column(p))).join(', ');
   const update = options.updateColumns.map((p) => `${escape(column(p))} = excluded.${escape(column(p))}`).join(', ');
-  const suffix = update ? ` ON CONFLICT (${conflict}) DO UPDATE SET ${update}` : ` ON CONFLICT (${conflict}) DO NOTHING`;
+  const suffix = update
+    ? ` ON CONFLICT (${conflict}) DO UPDATE SET ${update}`
+    : ` ON CONFLICT (${conflict}) DO NOTHING`;
   await writeChunks(manager, entity, rows, options.rowsPerStatementMax, suffix);
 }
 
-async function writeChunks<T extends ObjectLiteral>(manager: EntityManager, entity: EntityTarget<T>, rows: readonly T[], rowsMax: number, suffix: string): Promise<void> {
+async function writeChunks<T extends ObjectLiteral>(
+  manager: EntityManager,
+  entity: EntityTarget<T>,
+  rows: readonly T[],
+  rowsMax: number,
+  suffix: string,
+): Promise<void> {
   if (rows.length === 0) return;
   const dataSource = manager.connection;
   const metadata = dataSource.getMetadata(entity);
   const columns = metadata.columns.filter((c) => c.isInsert && !c.isVirtual);
-  const table = metadata.tablePath.split('.').map((part) => dataSource.driver.escape(part)).join('.');
+  const table = metadata.tablePath
+    .split('.')
+    .map((part) => dataSource.driver.escape(part))
+    .join('.');
   const head = `INSERT INTO ${table} (${columns.map((c) => dataSource.driver.escape(c.databaseName)).join(', ')}) `;
-  const value = (row: T, column: ColumnMetadata) => dataSource.driver.preparePersistentValue(column.getEntityValue(row), column);
+  const value = (row: T, column: ColumnMetadata) =>
+    dataSource.driver.preparePersistentValue(column.getEntityValue(row), column);
   if (databaseKind(dataSource) === 'postgres') {
     // One array parameter per column: PostgreSQL parses and plans a 3-parameter statement
     // instead of one with thousands of parameters, whatever the chunk size.
@@ -57,7 +79,10 @@ async function writeChunks<T extends ObjectLiteral>(manager: EntityManager, enti
     const sql = `${head}SELECT * FROM unnest(${arrays})${suffix}`;
     for (let start = 0; start < rows.length; start += rowsMax) {
       const chunk = rows.slice(start, start + rowsMax);
-      await manager.query(sql, columns.map((c) => chunk.map((row) => value(row, c))));
+      await manager.query(
+        sql,
+        columns.map((c) => chunk.map((row) => value(row, c))),
+      );
     }
     return;
   }

@@ -11,7 +11,9 @@ export class CheckpointMoved extends Error {
     readonly projection: string,
     readonly expectedSequence: number,
   ) {
-    super(`checkpoint of ${projection} moved away from ${expectedSequence} during the batch: is another runner of it active?`);
+    super(
+      `checkpoint of ${projection} moved away from ${expectedSequence} during the batch: is another runner of it active?`,
+    );
   }
 }
 
@@ -20,12 +22,20 @@ export async function readCheckpoint(manager: EntityManager, projection: string,
   const row = await manager.findOneBy(ProjectionCheckpoint, { projection });
   if (!row) return 0;
   if (row.stream !== stream) {
-    throw new Error(`checkpoint of ${projection} belongs to stream ${row.stream}, not ${stream}; rebuild it or rename the projection`);
+    throw new Error(
+      `checkpoint of ${projection} belongs to stream ${row.stream}, not ${stream}; rebuild it or rename the projection`,
+    );
   }
   return row.sequence;
 }
 
-export async function advanceCheckpoint(manager: EntityManager, projection: string, stream: string, from: number, to: number): Promise<void> {
+export async function advanceCheckpoint(
+  manager: EntityManager,
+  projection: string,
+  stream: string,
+  from: number,
+  to: number,
+): Promise<void> {
   if (!(to > from)) throw new Error(`checkpoint of ${projection} must advance: ${from} -> ${to}`);
   const runner = manager.queryRunner;
   if (!runner) throw new Error('advanceCheckpoint must run inside a transaction');
@@ -33,7 +43,10 @@ export async function advanceCheckpoint(manager: EntityManager, projection: stri
   const p = placeholders(manager.connection);
   if (from === 0) {
     // A concurrent first batch fails here on the primary key, which rolls it back.
-    await runner.query(`INSERT INTO ${table} (projection, stream, sequence, updated_at) VALUES (${p(1)}, ${p(2)}, ${p(3)}, CURRENT_TIMESTAMP)`, [projection, stream, to]);
+    await runner.query(
+      `INSERT INTO ${table} (projection, stream, sequence, updated_at) VALUES (${p(1)}, ${p(2)}, ${p(3)}, CURRENT_TIMESTAMP)`,
+      [projection, stream, to],
+    );
     return;
   }
   const result = await runner.query(

@@ -55,7 +55,13 @@ export class CommitWatch {
 }
 
 /** Polls the checkpoint table until `projection` has committed `sequence`; false after `timeoutMs`. */
-export async function pollCheckpoint(dataSource: DataSource, projection: { readonly name: string; readonly stream: string }, sequence: number, timeoutMs: number, pollMs: number): Promise<boolean> {
+export async function pollCheckpoint(
+  dataSource: DataSource,
+  projection: { readonly name: string; readonly stream: string },
+  sequence: number,
+  timeoutMs: number,
+  pollMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if ((await readCheckpoint(dataSource.manager, projection.name, projection.stream)) >= sequence) return true;

@@ -57,7 +57,8 @@ export function createTallyDataSource(options: TallyDataSourceOptions): DataSour
   };
   if (options.databaseUrl) {
     const schema = options.schema ?? 'public';
-    if (!SCHEMA_NAME.test(schema)) throw new Error(`schema must match ${SCHEMA_NAME.source}, got ${JSON.stringify(schema)}`);
+    if (!SCHEMA_NAME.test(schema))
+      throw new Error(`schema must match ${SCHEMA_NAME.source}, got ${JSON.stringify(schema)}`);
     return new DataSource({
       ...common,
       type: 'postgres',
@@ -118,5 +119,7 @@ export function postgresSchema(dataSource: DataSource): string {
 /** The table's name as SQL, schema-qualified on PostgreSQL, for the few raw statements. */
 export function qualifiedTable(dataSource: DataSource, table: string): string {
   const escaped = dataSource.driver.escape(table);
-  return databaseKind(dataSource) === 'postgres' ? `${dataSource.driver.escape(postgresSchema(dataSource))}.${escaped}` : escaped;
+  return databaseKind(dataSource) === 'postgres'
+    ? `${dataSource.driver.escape(postgresSchema(dataSource))}.${escaped}`
+    : escaped;
 }

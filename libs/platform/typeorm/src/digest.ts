@@ -18,7 +18,11 @@ export interface DigestOptions {
 const INTEGER_TYPES = /^(int|integer|int2|int4|int8|smallint|bigint|tinyint|mediumint)$/i;
 const TEXT_TYPES = /(char|text|clob|string)/i;
 
-export async function projectionDigest(dataSource: DataSource, tables: readonly string[], options: DigestOptions = { pageRowsMax: 5000 }): Promise<string> {
+export async function projectionDigest(
+  dataSource: DataSource,
+  tables: readonly string[],
+  options: DigestOptions = { pageRowsMax: 5000 },
+): Promise<string> {
   const hash = createHash('sha256');
   for (const table of [...tables].sort()) await hashTable(dataSource, table, hash, options.pageRowsMax);
   return hash.digest('hex');

@@ -76,7 +76,8 @@ export class EventBatchReader {
 
   static async open(js: JetStreamClient, options: EventBatchReaderOptions): Promise<EventBatchReader> {
     if (!(options.startSequence >= 1)) throw new Error(`startSequence must be >= 1, got ${options.startSequence}`);
-    if (!(options.idleHeartbeatMs < options.pullExpiresMs)) throw new Error('idleHeartbeatMs must be below pullExpiresMs');
+    if (!(options.idleHeartbeatMs < options.pullExpiresMs))
+      throw new Error('idleHeartbeatMs must be below pullExpiresMs');
     const consumer = await js.consumers.get(options.stream, {
       filter_subjects: options.filterSubject,
       deliver_policy: DeliverPolicy.StartSequence,
@@ -135,7 +136,10 @@ export class EventBatchReader {
   private async takeFirst(stop: Promise<void>, firstWaitMs: number | undefined): Promise<Commit | typeof TIMEOUT> {
     const firstTimer = firstWaitMs === undefined ? undefined : timer(firstWaitMs);
     try {
-      return await this.takeCommit(Promise.race([stop.then((): typeof TIMEOUT => TIMEOUT), ...(firstTimer ? [firstTimer.fired] : [])]), true);
+      return await this.takeCommit(
+        Promise.race([stop.then((): typeof TIMEOUT => TIMEOUT), ...(firstTimer ? [firstTimer.fired] : [])]),
+        true,
+      );
     } finally {
       firstTimer?.clear();
     }
@@ -198,7 +202,12 @@ export class EventBatchReader {
   private decode(msg: JsMsg): Commit {
     const decoded = this.options.registry.decodeCommit(msg.data);
     if (!decoded.ok) throw new UndecodableEvent(this.options.stream, msg.seq, describeFieldErrors(decoded.errors));
-    const events = decoded.value.map((event, position) => ({ sequence: msg.seq, subject: msg.subject, event, position }));
+    const events = decoded.value.map((event, position) => ({
+      sequence: msg.seq,
+      subject: msg.subject,
+      event,
+      position,
+    }));
     return { events, pending: msg.info.pending };
   }
 }

@@ -57,7 +57,10 @@ export class ProjectionHalted extends Error {
     readonly checkpoint: number,
     cause: unknown,
   ) {
-    super(`projection ${projection} halted after checkpoint ${checkpoint}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(
+      `projection ${projection} halted after checkpoint ${checkpoint}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
   }
 }
 
@@ -243,7 +246,14 @@ export class ProjectionRunner {
     const p = makePlan(reader, halted);
     const read = () => {
       const commitsMax = p.commitsMax();
-      const batch = reader.read({ limit: p.limit(), ...(commitsMax === undefined ? {} : { commitsMax }), batchWaitMs: o.batchWaitMs, firstWaitMs: p.firstWaitMs, stop: p.stop, stopAtEnd: p.stopAtEnd });
+      const batch = reader.read({
+        limit: p.limit(),
+        ...(commitsMax === undefined ? {} : { commitsMax }),
+        batchWaitMs: o.batchWaitMs,
+        firstWaitMs: p.firstWaitMs,
+        stop: p.stop,
+        stopAtEnd: p.stopAtEnd,
+      });
       // Awaited in the loop, or in the finally below when the loop fails first; never unhandled.
       batch.catch(() => undefined);
       return batch;
@@ -314,7 +324,10 @@ function assertAscending(events: readonly StoredEvent[]): void {
   for (let i = 1; i < events.length; i++) {
     const [a, b] = [events[i - 1]!, events[i]!];
     const ascending = b.sequence > a.sequence || (b.sequence === a.sequence && (b.position ?? 0) > (a.position ?? 0));
-    if (!ascending) throw new Error(`batch is not in ascending stream order at index ${i}: ${a.sequence}/${a.position ?? 0} then ${b.sequence}/${b.position ?? 0}`);
+    if (!ascending)
+      throw new Error(
+        `batch is not in ascending stream order at index ${i}: ${a.sequence}/${a.position ?? 0} then ${b.sequence}/${b.position ?? 0}`,
+      );
   }
 }
 

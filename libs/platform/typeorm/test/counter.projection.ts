@@ -3,7 +3,16 @@
 import { EventRegistry } from '@tally/contracts';
 import type { StoredEvent } from '@tally/eventing';
 import { IsInt, IsString, Min } from 'class-validator';
-import { Entity, In, PrimaryColumn, Column, Table, type EntityManager, type MigrationInterface, type QueryRunner } from 'typeorm';
+import {
+  Entity,
+  In,
+  PrimaryColumn,
+  Column,
+  Table,
+  type EntityManager,
+  type MigrationInterface,
+  type QueryRunner,
+} from 'typeorm';
 import { bulkUpsert, countColumn, moneyColumn, sequenceColumn, type Projection } from '../src/index.js';
 
 export class AmountRecorded {
@@ -12,7 +21,8 @@ export class AmountRecorded {
   @IsString() writer!: string;
 }
 
-export const counterRegistry = () => new EventRegistry([{ type: 'AmountRecorded', version: 1, payload: AmountRecorded }]);
+export const counterRegistry = () =>
+  new EventRegistry([{ type: 'AmountRecorded', version: 1, payload: AmountRecorded }]);
 
 export const COUNTER_TABLE = 'test_counter';
 
@@ -57,9 +67,16 @@ export function counterProjection(stream: string, filterSubject: string, hooks: 
     tables: [COUNTER_TABLE],
     async apply(manager: EntityManager, events: readonly StoredEvent[]): Promise<void> {
       const ids = [...new Set(events.map((e) => e.event.aggregateId))];
-      const rows = new Map((await manager.findBy(TestCounter, { aggregateId: In(ids) })).map((row) => [row.aggregateId, row]));
+      const rows = new Map(
+        (await manager.findBy(TestCounter, { aggregateId: In(ids) })).map((row) => [row.aggregateId, row]),
+      );
       for (const { sequence, event } of events) {
-        const row = rows.get(event.aggregateId) ?? { aggregateId: event.aggregateId, totalMinor: 0n, events: 0, lastSequence: 0 };
+        const row = rows.get(event.aggregateId) ?? {
+          aggregateId: event.aggregateId,
+          totalMinor: 0n,
+          events: 0,
+          lastSequence: 0,
+        };
         row.totalMinor += BigInt((event.payload as unknown as AmountRecorded).amountMinor);
         row.events += 1;
         row.lastSequence = sequence;

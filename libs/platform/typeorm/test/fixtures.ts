@@ -9,7 +9,13 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames } from '@tally/contracts';
 import { connectNats, ensureStream } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
-import { openDataSource, ProjectionRunner, type Projection, type ProjectionRunnerOptions, type TallyDataSourceOptions } from '../src/index.js';
+import {
+  openDataSource,
+  ProjectionRunner,
+  type Projection,
+  type ProjectionRunnerOptions,
+  type TallyDataSourceOptions,
+} from '../src/index.js';
 import { counterRegistry, CreateTestCounter1767225600100, TestCounter } from './counter.projection.js';
 
 export type DatabaseKindUnderTest = 'sqlite' | 'postgres';
@@ -20,7 +26,8 @@ export function databasesUnderTest(): DatabaseKindUnderTest[] {
 }
 
 /** Where a database lives, in a form a child process can take on its command line. */
-export type DatabaseLocation = { readonly sqlitePath: string } | { readonly databaseUrl: string; readonly schema: string };
+export type DatabaseLocation =
+  { readonly sqlitePath: string } | { readonly databaseUrl: string; readonly schema: string };
 
 export function dataSourceOptions(location: DatabaseLocation): TallyDataSourceOptions {
   return {
@@ -42,7 +49,10 @@ export interface TestDatabase {
 
 export async function openTestDatabase(kind: DatabaseKindUnderTest, label: string): Promise<TestDatabase> {
   if (kind === 'postgres') {
-    const schema = `t_${label}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 60);
+    const schema = `t_${label}`
+      .toLowerCase()
+      .replace(/[^a-z0-9_]/g, '_')
+      .slice(0, 60);
     const location = { databaseUrl: process.env['DATABASE_URL']!, schema };
     const dataSource = await openDataSource(dataSourceOptions(location));
     return {
@@ -80,7 +90,13 @@ export interface StreamFixture {
 }
 
 export async function streamFixture(url: string, namespace: string): Promise<StreamFixture> {
-  const nc = await connectNats({ url, name: `test-${namespace}`, connectTimeoutMs: 5000, maxReconnectAttempts: -1, reconnectTimeWaitMs: 100 });
+  const nc = await connectNats({
+    url,
+    name: `test-${namespace}`,
+    connectTimeoutMs: 5000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: 100,
+  });
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const names = tallyNames(namespace);
@@ -103,8 +119,16 @@ export async function streamFixture(url: string, namespace: string): Promise<Str
           const aggregateId = `agg-${i % aggregates}`;
           // Large amounts, so the per-aggregate totals pass 2^53 and must stay exact.
           const amountMinor = 2 ** 50 + i;
-          const data = registry.encode({ eventId: `${idPrefix}-${i}`, type: 'AmountRecorded', aggregateId, occurredAt: '2026-01-01T00:00:00.000Z', payload: { amountMinor, writer: idPrefix } });
-          acks.push(js.publish(names.workEventSubject(aggregateId), data, { msgID: `${idPrefix}-${i}`, timeout: 10_000 }));
+          const data = registry.encode({
+            eventId: `${idPrefix}-${i}`,
+            type: 'AmountRecorded',
+            aggregateId,
+            occurredAt: '2026-01-01T00:00:00.000Z',
+            payload: { amountMinor, writer: idPrefix },
+          });
+          acks.push(
+            js.publish(names.workEventSubject(aggregateId), data, { msgID: `${idPrefix}-${i}`, timeout: 10_000 }),
+          );
         }
         for (const ack of await Promise.all(acks)) last = Math.max(last, ack.seq);
       }
@@ -126,8 +150,20 @@ export const runnerLimits = {
   catchUpStallMs: 10_000,
 } as const;
 
-export function counterRunner(js: JetStreamClient, dataSource: DataSource, projection: Projection, overrides: Partial<ProjectionRunnerOptions> = {}): ProjectionRunner {
-  return new ProjectionRunner({ js, dataSource, registry: counterRegistry(), projection, ...runnerLimits, ...overrides });
+export function counterRunner(
+  js: JetStreamClient,
+  dataSource: DataSource,
+  projection: Projection,
+  overrides: Partial<ProjectionRunnerOptions> = {},
+): ProjectionRunner {
+  return new ProjectionRunner({
+    js,
+    dataSource,
+    registry: counterRegistry(),
+    projection,
+    ...runnerLimits,
+    ...overrides,
+  });
 }
 
 export async function counterRows(dataSource: DataSource): Promise<TestCounter[]> {

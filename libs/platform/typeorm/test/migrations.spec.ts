@@ -4,9 +4,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { uniqueNamespace } from '@tally/testing';
-import { CHECKPOINT_TABLE, MIGRATIONS_TABLE, ProjectionCheckpoint, createTallyDataSource, openDataSource, qualifiedTable } from '../src/index.js';
+import {
+  CHECKPOINT_TABLE,
+  MIGRATIONS_TABLE,
+  ProjectionCheckpoint,
+  createTallyDataSource,
+  openDataSource,
+  qualifiedTable,
+} from '../src/index.js';
 import { COUNTER_TABLE, TestCounter } from './counter.projection.js';
-import { dataSourceOptions, databasesUnderTest, openTestDatabase, type DatabaseKindUnderTest, type TestDatabase } from './fixtures.js';
+import {
+  dataSourceOptions,
+  databasesUnderTest,
+  openTestDatabase,
+  type DatabaseKindUnderTest,
+  type TestDatabase,
+} from './fixtures.js';
 
 describe.each(databasesUnderTest())('projection database on %s', (kind: DatabaseKindUnderTest) => {
   const databases: TestDatabase[] = [];
@@ -32,14 +45,21 @@ describe.each(databasesUnderTest())('projection database on %s', (kind: Database
     } finally {
       await runner.release();
     }
-    const applied: Array<{ name: string }> = await db.dataSource.query(`SELECT name FROM ${qualifiedTable(db.dataSource, MIGRATIONS_TABLE)} ORDER BY id`);
-    expect(applied.map((m) => m.name)).toEqual(['CreateProjectionCheckpoint1767225600000', 'CreateTestCounter1767225600100']);
+    const applied: Array<{ name: string }> = await db.dataSource.query(
+      `SELECT name FROM ${qualifiedTable(db.dataSource, MIGRATIONS_TABLE)} ORDER BY id`,
+    );
+    expect(applied.map((m) => m.name)).toEqual([
+      'CreateProjectionCheckpoint1767225600000',
+      'CreateTestCounter1767225600100',
+    ]);
     expect(await db.dataSource.showMigrations()).toBe(false);
 
     // Opening again runs nothing: the migrations table says all are applied.
     const again = await openDataSource(dataSourceOptions(db.location));
     try {
-      const count: Array<{ n: unknown }> = await again.query(`SELECT COUNT(*) AS n FROM ${qualifiedTable(again, MIGRATIONS_TABLE)}`);
+      const count: Array<{ n: unknown }> = await again.query(
+        `SELECT COUNT(*) AS n FROM ${qualifiedTable(again, MIGRATIONS_TABLE)}`,
+      );
       expect(Number(count[0]!.n)).toBe(2);
     } finally {
       await again.destroy();
@@ -50,15 +70,28 @@ describe.each(databasesUnderTest())('projection database on %s', (kind: Database
     const db = await openTestDatabase(kind, uniqueNamespace('big'));
     databases.push(db);
     const huge = 2n ** 62n + 7n;
-    await db.dataSource.manager.insert(TestCounter, { aggregateId: 'a', totalMinor: huge, events: 3, lastSequence: 2 ** 53 - 1 });
+    await db.dataSource.manager.insert(TestCounter, {
+      aggregateId: 'a',
+      totalMinor: huge,
+      events: 3,
+      lastSequence: 2 ** 53 - 1,
+    });
     await db.dataSource.manager.insert(ProjectionCheckpoint, { projection: 'p', stream: 'S', sequence: 2 ** 40 });
     const row = await db.dataSource.manager.findOneByOrFail(TestCounter, { aggregateId: 'a' });
     expect(row).toEqual({ aggregateId: 'a', totalMinor: huge, events: 3, lastSequence: 2 ** 53 - 1 });
     expect(typeof row.events).toBe('number');
-    expect(await db.dataSource.manager.findOneByOrFail(ProjectionCheckpoint, { projection: 'p' })).toEqual({ projection: 'p', stream: 'S', sequence: 2 ** 40 });
+    expect(await db.dataSource.manager.findOneByOrFail(ProjectionCheckpoint, { projection: 'p' })).toEqual({
+      projection: 'p',
+      stream: 'S',
+      sequence: 2 ** 40,
+    });
 
     // A sequence beyond 2^53-1 cannot be a JS number: reading it fails loudly instead of rounding.
-    await db.dataSource.query(`UPDATE ${qualifiedTable(db.dataSource, COUNTER_TABLE)} SET last_sequence = ${2n ** 60n}`);
-    await expect(db.dataSource.manager.findOneBy(TestCounter, { aggregateId: 'a' })).rejects.toThrow(/does not fit a JS number/);
+    await db.dataSource.query(
+      `UPDATE ${qualifiedTable(db.dataSource, COUNTER_TABLE)} SET last_sequence = ${2n ** 60n}`,
+    );
+    await expect(db.dataSource.manager.findOneBy(TestCounter, { aggregateId: 'a' })).rejects.toThrow(
+      /does not fit a JS number/,
+    );
   });
 });

@@ -7,7 +7,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { EventBatchReader, ProjectionHalted, UndecodableEvent, projectionDigest } from '../src/index.js';
 import { counterProjection, counterRegistry, COUNTER_TABLE, TestCounter } from './counter.projection.js';
-import { counterRows, counterRunner, databasesUnderTest, openTestDatabase, runnerLimits, streamFixture, type DatabaseKindUnderTest, type StreamFixture, type TestDatabase } from './fixtures.js';
+import {
+  counterRows,
+  counterRunner,
+  databasesUnderTest,
+  openTestDatabase,
+  runnerLimits,
+  streamFixture,
+  type DatabaseKindUnderTest,
+  type StreamFixture,
+  type TestDatabase,
+} from './fixtures.js';
 
 const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -31,7 +41,13 @@ describe.each(databasesUnderTest())('projection runner on %s', (kind: DatabaseKi
   it('exactly-once projection: a projector SIGKILLed mid-batch, restarted, ends with the rows of a clean rebuild', async () => {
     const lastSequence = await nats.publish(2000, 17, uniqueNamespace('kill'));
     const live = await database('live');
-    const childArgs = { natsUrl: sharedNatsUrl(), stream: nats.stream, filterSubject: nats.filterSubject, database: live.location, batchSizeMax: 150 };
+    const childArgs = {
+      natsUrl: sharedNatsUrl(),
+      stream: nats.stream,
+      filterSubject: nats.filterSubject,
+      database: live.location,
+      batchSizeMax: 150,
+    };
 
     const stalled = runChild({ ...childArgs, stallAtBatch: 4 });
     const line = await stalled.waitFor(/^MID-BATCH (\d+)-(\d+)$/);
@@ -55,17 +71,23 @@ describe.each(databasesUnderTest())('projection runner on %s', (kind: DatabaseKi
     const rebuilt = await counterRunner(nats.js, clean.dataSource, projectionFor(nats)).rebuild();
     expect(rebuilt).toMatchObject({ events: 2000, checkpoint: lastSequence });
     expect(await counterRows(live.dataSource)).toEqual(await counterRows(clean.dataSource));
-    expect(await projectionDigest(live.dataSource, [COUNTER_TABLE])).toBe(await projectionDigest(clean.dataSource, [COUNTER_TABLE]));
+    expect(await projectionDigest(live.dataSource, [COUNTER_TABLE])).toBe(
+      await projectionDigest(clean.dataSource, [COUNTER_TABLE]),
+    );
     const rows = await counterRows(live.dataSource);
     expect(rows.reduce((sum, row) => sum + row.events, 0)).toBe(2000);
     // Totals pass 2^53 and come back exact, as bigint, on both databases.
-    expect(rows.every((row) => typeof row.totalMinor === 'bigint' && row.totalMinor > BigInt(Number.MAX_SAFE_INTEGER))).toBe(true);
+    expect(
+      rows.every((row) => typeof row.totalMinor === 'bigint' && row.totalMinor > BigInt(Number.MAX_SAFE_INTEGER)),
+    ).toBe(true);
   }, 120_000);
 
   it('a redelivered (already checkpointed) batch is a no-op, and an overlapping one applies only the new events', async () => {
     const db = await database('redeliver');
     const calls: number[] = [];
-    const projection = counterProjection(nats.stream, nats.filterSubject, { afterWrite: async (events) => void calls.push(events.length) });
+    const projection = counterProjection(nats.stream, nats.filterSubject, {
+      afterWrite: async (events) => void calls.push(events.length),
+    });
     const runner = counterRunner(nats.js, db.dataSource, projection);
     await runner.catchUp();
     const checkpoint = await runner.checkpoint();
@@ -85,7 +107,9 @@ describe.each(databasesUnderTest())('projection runner on %s', (kind: DatabaseKi
 
     const clean = await database('redeliver-clean');
     await counterRunner(nats.js, clean.dataSource, projectionFor(nats)).rebuild();
-    expect(await projectionDigest(db.dataSource, [COUNTER_TABLE])).toBe(await projectionDigest(clean.dataSource, [COUNTER_TABLE]));
+    expect(await projectionDigest(db.dataSource, [COUNTER_TABLE])).toBe(
+      await projectionDigest(clean.dataSource, [COUNTER_TABLE]),
+    );
   });
 
   it('read-your-writes: a waiter for a sequence is woken by the batch that commits it, and times out while it is not committed', async () => {
@@ -141,7 +165,9 @@ describe.each(databasesUnderTest())('projection runner on %s', (kind: DatabaseKi
         throw new Error('projection bug');
       },
     });
-    const error = await counterRunner(nats.js, db.dataSource, broken).catchUp().catch((e: unknown) => e);
+    const error = await counterRunner(nats.js, db.dataSource, broken)
+      .catchUp()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProjectionHalted);
     expect((error as ProjectionHalted).checkpoint).toBe(checkpoint);
     expect(await ok.checkpoint()).toBe(checkpoint);
@@ -176,9 +202,21 @@ function projectionFor(nats: StreamFixture) {
 }
 
 async function readRange(nats: StreamFixture, from: number, count: number) {
-  const reader = await EventBatchReader.open(nats.js, { stream: nats.stream, filterSubject: nats.filterSubject, startSequence: from, registry: counterRegistry(), ...runnerLimits });
+  const reader = await EventBatchReader.open(nats.js, {
+    stream: nats.stream,
+    filterSubject: nats.filterSubject,
+    startSequence: from,
+    registry: counterRegistry(),
+    ...runnerLimits,
+  });
   try {
-    return await reader.read({ limit: count, batchWaitMs: 2000, firstWaitMs: 5000, stop: new Promise(() => undefined), stopAtEnd: true });
+    return await reader.read({
+      limit: count,
+      batchWaitMs: 2000,
+      firstWaitMs: 5000,
+      stop: new Promise(() => undefined),
+      stopAtEnd: true,
+    });
   } finally {
     await reader.close();
   }
@@ -193,10 +231,14 @@ async function waitUntil(condition: () => Promise<boolean>, timeoutMs: number): 
 }
 
 function runChild(args: object) {
-  const child = spawn(process.execPath, ['--import', './tools/register.mjs', 'libs/platform/typeorm/test/projector-child.ts', JSON.stringify(args)], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', './tools/register.mjs', 'libs/platform/typeorm/test/projector-child.ts', JSON.stringify(args)],
+    {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
@@ -213,7 +255,9 @@ function runChild(args: object) {
     check();
   });
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     exited,
@@ -221,7 +265,9 @@ function runChild(args: object) {
       return new Promise((resolve, reject) => {
         waiters.push({ pattern, resolve });
         check();
-        void exited.then(({ code, signal }) => reject(new Error(`projector child exited (${code ?? signal}) before ${pattern}: ${stderr}`)));
+        void exited.then(({ code, signal }) =>
+          reject(new Error(`projector child exited (${code ?? signal}) before ${pattern}: ${stderr}`)),
+        );
       });
     },
   };

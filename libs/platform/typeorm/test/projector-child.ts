@@ -19,7 +19,13 @@ interface ChildArgs {
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as ChildArgs;
-const nc = await connectNats({ url: args.natsUrl, name: 'projector-child', connectTimeoutMs: 5000, maxReconnectAttempts: 10, reconnectTimeWaitMs: 100 });
+const nc = await connectNats({
+  url: args.natsUrl,
+  name: 'projector-child',
+  connectTimeoutMs: 5000,
+  maxReconnectAttempts: 10,
+  reconnectTimeWaitMs: 100,
+});
 const dataSource = await openDataSource(dataSourceOptions(args.database));
 let batches = 0;
 const projection = counterProjection(args.stream, args.filterSubject, {

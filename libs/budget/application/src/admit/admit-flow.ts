@@ -2,7 +2,14 @@
 // hold (one append), take the admission hook's lease, nonce preflight or presented-nonce
 // check, capture (one append), authorize the payment, consume the nonce and allow (one
 // append with the receipt). Every path ends in exactly one signed receipt.
-import { EventIds, type AdmitContext, type BudgetCommand, type Hold, type NonceBinding, type TreeState } from '@tally/budget-domain';
+import {
+  EventIds,
+  type AdmitContext,
+  type BudgetCommand,
+  type Hold,
+  type NonceBinding,
+  type TreeState,
+} from '@tally/budget-domain';
 import type { CapabilityClaims } from '../tokens.js';
 import { Reasons, type AuthorityContext } from '../authority-context.js';
 import { decisionFrom, type AdmitDecision, type DecisionExtras, type ReceiptMetadata } from '../receipts.js';
@@ -65,18 +72,39 @@ export class AdmitFlow {
     this.leaseId = undefined;
     try {
       await this.ctx.hook.release(lease);
-      this.pending.push({ type: 'RecordLease', hold_id: lease.hold_id, lease_id: leaseId, outcome: 'released', now_ms: this.now() });
+      this.pending.push({
+        type: 'RecordLease',
+        hold_id: lease.hold_id,
+        lease_id: leaseId,
+        outcome: 'released',
+        now_ms: this.now(),
+      });
       this.meta.runtime = { ...this.meta.runtime, lease_id: leaseId, reservation_released: true };
       return true;
     } catch {
       // The hook's error text stays internal: the receipt only says the release was not confirmed.
-      this.pending.push({ type: 'RecordLease', hold_id: lease.hold_id, lease_id: leaseId, outcome: 'failed', now_ms: this.now() });
-      this.meta.runtime = { ...this.meta.runtime, lease_id: leaseId, reservation_release_failed: true, reservation_retained: true };
+      this.pending.push({
+        type: 'RecordLease',
+        hold_id: lease.hold_id,
+        lease_id: leaseId,
+        outcome: 'failed',
+        now_ms: this.now(),
+      });
+      this.meta.runtime = {
+        ...this.meta.runtime,
+        lease_id: leaseId,
+        reservation_release_failed: true,
+        reservation_retained: true,
+      };
       return false;
     }
   }
 
-  recordAmbiguity(kind: Extract<BudgetCommand, { type: 'RecordAmbiguity' }>['kind'], eventId: string | undefined, present: ReadonlySet<string> | undefined): void {
+  recordAmbiguity(
+    kind: Extract<BudgetCommand, { type: 'RecordAmbiguity' }>['kind'],
+    eventId: string | undefined,
+    present: ReadonlySet<string> | undefined,
+  ): void {
     this.pending.push({
       type: 'RecordAmbiguity',
       kind,
@@ -93,18 +121,29 @@ export class AdmitFlow {
   }
 
   /** Writes the receipt with the pending facts; if a fact no longer applies, the receipt still lands alone. */
-  async answer(verdict: 'allow' | 'deny', reason: string, extras: DecisionExtras, facts: readonly BudgetCommand[] = []): Promise<AdmitDecision> {
+  async answer(
+    verdict: 'allow' | 'deny',
+    reason: string,
+    extras: DecisionExtras,
+    facts: readonly BudgetCommand[] = [],
+  ): Promise<AdmitDecision> {
     let written = await this.tryAnswer(verdict, reason, extras, facts);
     if (written.kind === 'rejected') {
       this.pending = [];
       written = await this.tryAnswer(verdict, reason, extras, []);
     }
-    if (written.kind === 'rejected') throw new Error(`receipt for ${this.cmd.command_id} was rejected: ${written.rejection.message}`);
+    if (written.kind === 'rejected')
+      throw new Error(`receipt for ${this.cmd.command_id} was rejected: ${written.rejection.message}`);
     return written.decision;
   }
 
   /** Writes the receipt only together with the pending facts and `facts`; a rejection comes back to the caller. */
-  async tryAnswer(verdict: 'allow' | 'deny', reason: string, extras: DecisionExtras, facts: readonly BudgetCommand[]): Promise<{ kind: 'answered'; decision: AdmitDecision } | Extract<Written, { kind: 'rejected' }>> {
+  async tryAnswer(
+    verdict: 'allow' | 'deny',
+    reason: string,
+    extras: DecisionExtras,
+    facts: readonly BudgetCommand[],
+  ): Promise<{ kind: 'answered'; decision: AdmitDecision } | Extract<Written, { kind: 'rejected' }>> {
     const fields = {
       kind: 'admission' as const,
       verdict,
@@ -118,12 +157,25 @@ export class AdmitFlow {
       context: this.cmd.context,
       metadata: this.meta,
     };
-    const written = await writeReceipt(this.ctx, this.root, this.cmd.command_id, fields, [...this.pending, ...facts], extras);
+    const written = await writeReceipt(
+      this.ctx,
+      this.root,
+      this.cmd.command_id,
+      fields,
+      [...this.pending, ...facts],
+      extras,
+    );
     if (written.kind === 'rejected') return written;
     this.pending = [];
     const record = written.state.receipts.get(written.receipt.id);
     if (record) return { kind: 'answered', decision: decisionFrom(record) };
-    const decision = { verdict, reason, ...(this.hold ? { hold_id: this.holdId, grant_index: this.hold.grant_index } : {}), ...extras, receipt: written.receipt };
+    const decision = {
+      verdict,
+      reason,
+      ...(this.hold ? { hold_id: this.holdId, grant_index: this.hold.grant_index } : {}),
+      ...extras,
+      receipt: written.receipt,
+    };
     return { kind: 'answered', decision };
   }
 

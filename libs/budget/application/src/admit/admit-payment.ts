@@ -13,14 +13,22 @@ export const needsPayment = (flow: AdmitFlow): boolean => flow.hold!.monetary &&
 
 export async function authorizePayment(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
   const hold = flow.hold!;
-  const request = { reference: flow.cmd.request_id, hold_id: hold.hold_id, amount_units: hold.exposure_units, currency: hold.currency ?? 'XXX' };
+  const request = {
+    reference: flow.cmd.request_id,
+    hold_id: hold.hold_id,
+    amount_units: hold.exposure_units,
+    currency: hold.currency ?? 'XXX',
+  };
   let result: PaymentAuthorizeResult;
   try {
     result = await flow.ctx.rail.authorize(request);
   } catch {
     result = { outcome: 'rail_error', detail: 'rail threw' };
   }
-  const step = (s: 'authorized' | 'declined' | 'insufficient_funds' | 'ambiguous', extra: object = {}): BudgetCommand => ({
+  const step = (
+    s: 'authorized' | 'declined' | 'insufficient_funds' | 'ambiguous',
+    extra: object = {},
+  ): BudgetCommand => ({
     type: 'RecordPaymentStep',
     hold_id: hold.hold_id,
     payment: { step: s, amount_units: request.amount_units, currency: request.currency, ...extra },
@@ -31,18 +39,29 @@ export async function authorizePayment(flow: AdmitFlow): Promise<AdmitDecision |
   switch (result.outcome) {
     case 'authorized':
       flow.payment = { authorization_id: result.authorization_id, mode: result.mode };
-      Object.assign(flow.meta.financial, { payment_reference: result.authorization_id, payment_mode: result.mode, payment_authorized: true });
+      Object.assign(flow.meta.financial, {
+        payment_reference: result.authorization_id,
+        payment_mode: result.mode,
+        payment_authorized: true,
+      });
       flow.pending.push(step('authorized', { authorization_id: result.authorization_id, mode: result.mode }));
       return undefined;
     case 'declined':
     case 'insufficient_funds':
       flow.meta.financial.payment_authorization = result.outcome;
       flow.pending.push(step(result.outcome));
-      return cancelBeforeDispatch(flow, result.outcome === 'declined' ? Reasons.paymentDeclined : Reasons.insufficientFunds, 'payment_declined');
+      return cancelBeforeDispatch(
+        flow,
+        result.outcome === 'declined' ? Reasons.paymentDeclined : Reasons.insufficientFunds,
+        'payment_declined',
+      );
     case 'unavailable':
     case 'rail_error':
       // Ambiguous: the rail may have authorized. Deny and keep the admission; the reconciler asks the rail later.
-      Object.assign(flow.meta.financial, { payment_authorization_ambiguous: true, payment_reference: request.reference });
+      Object.assign(flow.meta.financial, {
+        payment_authorization_ambiguous: true,
+        payment_reference: request.reference,
+      });
       flow.captureSection().admission_retained = true;
       flow.pending.push(step('ambiguous'));
       flow.recordAmbiguity('payment_authorization', undefined, undefined);
@@ -52,15 +71,25 @@ export async function authorizePayment(flow: AdmitFlow): Promise<AdmitDecision |
 }
 
 /** Cancels the capture before dispatch (kind cancel_captured_before_dispatch); a lost ack is read back (B11, B12). */
-export async function cancelBeforeDispatch(flow: AdmitFlow, reason: string, cause: CancelCause): Promise<AdmitDecision> {
+export async function cancelBeforeDispatch(
+  flow: AdmitFlow,
+  reason: string,
+  cause: CancelCause,
+): Promise<AdmitDecision> {
   const hold = flow.hold!;
   const cancelId = EventIds.cancelCaptured(hold.hold_id, hold.capture_commit_index!);
   const facts = flow.pending;
   flow.pending = [];
-  const out = await flow.ctx.trees.step(flow.root, () => [...facts, { type: 'CancelCaptured', hold_id: hold.hold_id, cause, now_ms: flow.now() }]);
+  const out = await flow.ctx.trees.step(flow.root, () => [
+    ...facts,
+    { type: 'CancelCaptured', hold_id: hold.hold_id, cause, now_ms: flow.now() },
+  ]);
   if (out.kind === 'committed') {
     const event = out.events.find((e) => e.event_id === cancelId);
-    flow.meta.budget_authority.cancel_captured_before_dispatch = { event_id: cancelId, budget_commit_index: event?.commit_index ?? null };
+    flow.meta.budget_authority.cancel_captured_before_dispatch = {
+      event_id: cancelId,
+      budget_commit_index: event?.commit_index ?? null,
+    };
     flow.refresh(out.state);
     await flow.releaseLease();
     return flow.deny(reason);
@@ -99,9 +128,17 @@ export async function allow(flow: AdmitFlow): Promise<AdmitDecision> {
   const written = await flow.tryAnswer('allow', Reasons.admitted, { dispatch: true, admission_proof: proof }, facts);
   if (written.kind === 'answered') return written.decision;
   // The nonce was consumed elsewhere (B16), or the hold changed under us: unwind before anything dispatches.
-  if (flow.nonce) flow.meta.execution_nonce = { nonce_id: flow.nonce.nonce_id, presented: true, already_consumed: written.rejection.code === 'nonce_already_consumed' };
+  if (flow.nonce)
+    flow.meta.execution_nonce = {
+      nonce_id: flow.nonce.nonce_id,
+      presented: true,
+      already_consumed: written.rejection.code === 'nonce_already_consumed',
+    };
   flow.meta.budget_authority.terminal = true;
-  return unwindAfterPayment(flow, written.rejection.code === 'nonce_already_consumed' ? Reasons.nonceConsumed : written.rejection.message);
+  return unwindAfterPayment(
+    flow,
+    written.rejection.code === 'nonce_already_consumed' ? Reasons.nonceConsumed : written.rejection.message,
+  );
 }
 
 /** B16/B12/B9: release the payment; only a confirmed release lets the capture be cancelled. */
@@ -113,7 +150,12 @@ export async function unwindAfterPayment(flow: AdmitFlow, reason: string): Promi
   try {
     result =
       flow.payment.mode === 'prepaid_final'
-        ? await flow.ctx.rail.refund({ transaction_id: flow.payment.authorization_id, amount_units: hold.exposure_units, currency: hold.currency ?? 'XXX', reference })
+        ? await flow.ctx.rail.refund({
+            transaction_id: flow.payment.authorization_id,
+            amount_units: hold.exposure_units,
+            currency: hold.currency ?? 'XXX',
+            reference,
+          })
         : await flow.ctx.rail.release({ authorization_id: flow.payment.authorization_id, reference });
   } catch {
     result = { outcome: 'rail_error', detail: 'rail threw' };
@@ -121,16 +163,35 @@ export async function unwindAfterPayment(flow: AdmitFlow, reason: string): Promi
   const financial = flow.meta.financial;
   financial.payment_release_attempt_reference = reference;
   if (result.outcome === 'released' || result.outcome === 'refunded') {
-    Object.assign(financial, { payment_release_confirmed: true, payment_release_status: result.outcome, payment_release_reference: result.rail_reference });
-    flow.pending.push({ type: 'RecordPaymentStep', hold_id: hold.hold_id, payment: { step: result.outcome, rail_reference: result.rail_reference }, now_ms: flow.now() });
+    Object.assign(financial, {
+      payment_release_confirmed: true,
+      payment_release_status: result.outcome,
+      payment_release_reference: result.rail_reference,
+    });
+    flow.pending.push({
+      type: 'RecordPaymentStep',
+      hold_id: hold.hold_id,
+      payment: { step: result.outcome, rail_reference: result.rail_reference },
+      now_ms: flow.now(),
+    });
     return cancelBeforeDispatch(flow, reason, 'payment_released');
   }
   const status = result.outcome === 'pending' ? 'pending' : result.outcome === 'failed' ? 'failed' : 'unknown';
-  Object.assign(financial, { payment_release_unconfirmed: true, payment_authorization_retained: true, payment_release_status: status });
-  if (result.outcome === 'pending' || result.outcome === 'settled') financial.payment_release_reference = result.rail_reference;
+  Object.assign(financial, {
+    payment_release_unconfirmed: true,
+    payment_authorization_retained: true,
+    payment_release_status: status,
+  });
+  if (result.outcome === 'pending' || result.outcome === 'settled')
+    financial.payment_release_reference = result.rail_reference;
   flow.captureSection().admission_retained = true;
   const step = result.outcome === 'pending' ? 'release_pending' : 'release_failed';
-  flow.pending.push({ type: 'RecordPaymentStep', hold_id: hold.hold_id, payment: { step, ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}) }, now_ms: flow.now() });
+  flow.pending.push({
+    type: 'RecordPaymentStep',
+    hold_id: hold.hold_id,
+    payment: { step, ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}) },
+    now_ms: flow.now(),
+  });
   flow.recordAmbiguity('payment_release', undefined, undefined);
   await flow.releaseLease();
   return flow.deny(Reasons.paymentReleaseUnconfirmed);

@@ -28,17 +28,30 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
   const holdId = (flow.preflight ? out.state.preflights : out.state.requests).get(cmd.request_id);
   if (out.kind === 'unknown' || holdId === undefined) {
     // The hold may or may not be durable; if it is, the expiry sweep reverses it (B20).
-    flow.meta.budget_authority.authorize = { event_id: out.kind === 'unknown' ? out.eventIds[0] : null, authorize_ambiguous: true };
+    flow.meta.budget_authority.authorize = {
+      event_id: out.kind === 'unknown' ? out.eventIds[0] : null,
+      authorize_ambiguous: true,
+    };
     return flow.deny(Reasons.authorizeUnconfirmed);
   }
   flow.hold = out.state.holds.get(holdId)!;
   flow.meta.budget_authority.hold_id = holdId;
-  flow.meta.budget_authority.authorize = { event_id: EventIds.authorize(holdId), budget_commit_index: flow.hold.authorize_commit_index };
+  flow.meta.budget_authority.authorize = {
+    event_id: EventIds.authorize(holdId),
+    budget_commit_index: flow.hold.authorize_commit_index,
+  };
   return undefined;
 }
 
 export async function reserveLease(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
-  const request = { request_id: flow.cmd.request_id, hold_id: flow.holdId, capability_id: flow.claims.id, server_id: flow.cmd.server_id, tool_name: flow.cmd.tool_name, context: flow.cmd.context };
+  const request = {
+    request_id: flow.cmd.request_id,
+    hold_id: flow.holdId,
+    capability_id: flow.claims.id,
+    server_id: flow.cmd.server_id,
+    tool_name: flow.cmd.tool_name,
+    context: flow.cmd.context,
+  };
   let verdict;
   try {
     verdict = await flow.ctx.hook.reserve(request);
@@ -52,13 +65,22 @@ export async function reserveLease(flow: AdmitFlow): Promise<AdmitDecision | und
   if (verdict.lease_id !== undefined) {
     flow.leaseId = verdict.lease_id;
     flow.meta.runtime = { ...flow.meta.runtime, lease_id: verdict.lease_id, hook: flow.ctx.hook.name };
-    flow.pending.push({ type: 'RecordLease', hold_id: flow.holdId, lease_id: verdict.lease_id, outcome: 'reserved', now_ms: flow.now() });
+    flow.pending.push({
+      type: 'RecordLease',
+      hold_id: flow.holdId,
+      lease_id: verdict.lease_id,
+      outcome: 'reserved',
+      now_ms: flow.now(),
+    });
   }
   return undefined;
 }
 
 /** Rolls back the uncaptured hold and releases the lease; describes the attempt in budget_authority.cleanup_*. */
-async function rollback(flow: AdmitFlow, cause: 'nonce_preflight' | 'pre_dispatch_cleanup'): Promise<{ confirmed: boolean; released: boolean }> {
+async function rollback(
+  flow: AdmitFlow,
+  cause: 'nonce_preflight' | 'pre_dispatch_cleanup',
+): Promise<{ confirmed: boolean; released: boolean }> {
   const hold = flow.hold!;
   const attemptId = EventIds.rollback(hold.hold_id, hold.authorize_commit_index, reverseKind(hold));
   Object.assign(flow.meta.budget_authority, {
@@ -71,12 +93,16 @@ async function rollback(flow: AdmitFlow, cause: 'nonce_preflight' | 'pre_dispatc
   });
   const facts = flow.pending;
   flow.pending = [];
-  const out = await flow.ctx.trees.step(flow.root, () => [...facts, { type: 'RollbackHold', hold_id: hold.hold_id, cause, now_ms: flow.now() }]);
+  const out = await flow.ctx.trees.step(flow.root, () => [
+    ...facts,
+    { type: 'RollbackHold', hold_id: hold.hold_id, cause, now_ms: flow.now() },
+  ]);
   if (out.kind === 'unknown') {
     flow.meta.budget_authority.cleanup_ambiguous = true;
     flow.recordAmbiguity('reverse', attemptId, out.present);
   }
-  const confirmed = out.kind === 'committed' || (out.kind === 'rejected' && out.state.holds.get(hold.hold_id)?.status === 'reversed');
+  const confirmed =
+    out.kind === 'committed' || (out.kind === 'rejected' && out.state.holds.get(hold.hold_id)?.status === 'reversed');
   if (out.kind !== 'unknown') flow.refresh(out.state);
   const released = await flow.releaseLease();
   return { confirmed, released };
@@ -105,7 +131,11 @@ export async function preflightNonce(flow: AdmitFlow): Promise<AdmitDecision> {
     key_id: flow.ctx.signer.keyId,
   };
   const token = sealToken(flow.ctx.signer, 'n1', nonce);
-  flow.meta.execution_nonce = { nonce_id: nonce.nonce_id, issued: true, expires_at: new Date(nonce.expires_at_ms).toISOString() };
+  flow.meta.execution_nonce = {
+    nonce_id: nonce.nonce_id,
+    issued: true,
+    expires_at: new Date(nonce.expires_at_ms).toISOString(),
+  };
   const issue: BudgetCommand = { type: 'IssueNonce', hold_id: hold.hold_id, nonce, now_ms: flow.now() };
   return flow.answer('allow', Reasons.nonceIssued, { dispatch: false, execution_nonce: token }, [issue]);
 }
@@ -136,7 +166,10 @@ export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision 
   const captureId = flow.captureEventId();
   const facts = flow.pending;
   flow.pending = [];
-  const out = await flow.ctx.trees.step(flow.root, () => [...facts, { type: 'CaptureInvocation', hold_id: flow.holdId, now_ms: flow.now() }]);
+  const out = await flow.ctx.trees.step(flow.root, () => [
+    ...facts,
+    { type: 'CaptureInvocation', hold_id: flow.holdId, now_ms: flow.now() },
+  ]);
   if (out.kind === 'committed') {
     const hold = flow.refresh(out.state);
     Object.assign(flow.captureSection(), { event_id: captureId, budget_commit_index: hold.capture_commit_index });
@@ -148,7 +181,11 @@ export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision 
     if (out.rejection.code === 'already_dispatched') return flow.deny(out.rejection.message);
     return preDispatchCleanup(flow, out.rejection.message);
   }
-  Object.assign(flow.captureSection(), { event_id: captureId, invocation_capture_ambiguous: true, admission_retained: true });
+  Object.assign(flow.captureSection(), {
+    event_id: captureId,
+    invocation_capture_ambiguous: true,
+    admission_retained: true,
+  });
   flow.recordAmbiguity('invocation_capture', captureId, out.present);
   await flow.releaseLease();
   return flow.deny(Reasons.captureUnconfirmed);

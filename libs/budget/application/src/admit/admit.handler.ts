@@ -47,6 +47,12 @@ async function denyUnverified(ctx: AuthorityContext, cmd: AdmitCommand): Promise
     metadata: { budget_authority: {}, financial: {} },
   };
   const written = await writeReceipt(ctx, UNVERIFIED_TREE, cmd.command_id, fields, [], { dispatch: false });
-  if (written.kind === 'rejected') throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
-  return { verdict: 'deny', reason: written.receipt.reason ?? Reasons.capabilityInvalid, dispatch: false, receipt: written.receipt };
+  if (written.kind === 'rejected')
+    throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
+  return {
+    verdict: 'deny',
+    reason: written.receipt.reason ?? Reasons.capabilityInvalid,
+    dispatch: false,
+    receipt: written.receipt,
+  };
 }

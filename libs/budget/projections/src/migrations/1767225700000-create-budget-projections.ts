@@ -3,12 +3,22 @@
 import { Table, TableIndex, type MigrationInterface, type QueryRunner, type TableColumnOptions } from 'typeorm';
 import { BUDGET_TABLES, CAPABILITY_ID_LENGTH, ID_LENGTH } from '../entities.js';
 
-const id = (name: string, length = ID_LENGTH, nullable = false): TableColumnOptions => ({ name, type: 'varchar', length: String(length), isNullable: nullable });
+const id = (name: string, length = ID_LENGTH, nullable = false): TableColumnOptions => ({
+  name,
+  type: 'varchar',
+  length: String(length),
+  isNullable: nullable,
+});
 const cap = (name: string, nullable = false) => id(name, CAPABILITY_ID_LENGTH, nullable);
 const big = (name: string, nullable = false): TableColumnOptions => ({ name, type: 'bigint', isNullable: nullable });
 const int = (name: string): TableColumnOptions => ({ name, type: 'integer', isNullable: false });
 const text = (name: string, nullable = false): TableColumnOptions => ({ name, type: 'text', isNullable: nullable });
-const short = (name: string, length: number, nullable = false): TableColumnOptions => ({ name, type: 'varchar', length: String(length), isNullable: nullable });
+const short = (name: string, length: number, nullable = false): TableColumnOptions => ({
+  name,
+  type: 'varchar',
+  length: String(length),
+  isNullable: nullable,
+});
 const primary = (column: TableColumnOptions): TableColumnOptions => ({ ...column, isPrimary: true });
 
 export class CreateBudgetProjections1767225700000 implements MigrationInterface {
@@ -91,7 +101,12 @@ export class CreateBudgetProjections1767225700000 implements MigrationInterface 
           big('exposed_delta_units'),
           big('realized_delta_units'),
         ],
-        indices: [new TableIndex({ name: 'budget_mutations_grant', columnNames: ['capability_id', 'grant_index', 'commit_index'] })],
+        indices: [
+          new TableIndex({
+            name: 'budget_mutations_grant',
+            columnNames: ['capability_id', 'grant_index', 'commit_index'],
+          }),
+        ],
       }),
     );
     await queryRunner.createTable(

@@ -13,12 +13,17 @@ export class AddMutationCommitPosition1767225800000 implements MigrationInterfac
   async up(queryRunner: QueryRunner): Promise<void> {
     const table = qualifiedTable(queryRunner.connection, BUDGET_TABLES.mutations);
     await queryRunner.query(`ALTER TABLE ${table} ADD COLUMN commit_position integer NOT NULL DEFAULT 0`);
-    await queryRunner.query(`CREATE INDEX budget_mutations_order ON ${table} (capability_id, commit_index, commit_position)`);
+    await queryRunner.query(
+      `CREATE INDEX budget_mutations_order ON ${table} (capability_id, commit_index, commit_position)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
     const table = qualifiedTable(queryRunner.connection, BUDGET_TABLES.mutations);
-    const index = queryRunner.connection.options.type === 'postgres' ? qualifiedTable(queryRunner.connection, 'budget_mutations_order') : 'budget_mutations_order';
+    const index =
+      queryRunner.connection.options.type === 'postgres'
+        ? qualifiedTable(queryRunner.connection, 'budget_mutations_order')
+        : 'budget_mutations_order';
     await queryRunner.query(`DROP INDEX ${index}`);
     await queryRunner.query(`ALTER TABLE ${table} DROP COLUMN commit_position`);
   }

@@ -1,7 +1,12 @@
 // Creates the orchestrator's read model with TypeORM's portable Table API, so one
 // migration serves SQLite and PostgreSQL.
 import { Table, TableIndex, type MigrationInterface, type QueryRunner } from 'typeorm';
-import { PROJECTION_WARNING_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, WORK_UNIT_TABLE } from '../work-projection.entities.js';
+import {
+  PROJECTION_WARNING_TABLE,
+  SESSION_ENTRY_TABLE,
+  SESSION_MESSAGE_TABLE,
+  WORK_UNIT_TABLE,
+} from '../work-projection.entities.js';
 
 export class CreateOrchestratorProjections1767225601000 implements MigrationInterface {
   name = 'CreateOrchestratorProjections1767225601000';
@@ -24,7 +29,10 @@ export class CreateOrchestratorProjections1767225601000 implements MigrationInte
         ],
       }),
     );
-    await queryRunner.createIndex(WORK_UNIT_TABLE, new TableIndex({ name: 'orch_work_unit_session', columnNames: ['session_id', 'submitted_sequence'] }));
+    await queryRunner.createIndex(
+      WORK_UNIT_TABLE,
+      new TableIndex({ name: 'orch_work_unit_session', columnNames: ['session_id', 'submitted_sequence'] }),
+    );
     for (const [table, indexColumn, column] of [
       [SESSION_ENTRY_TABLE, 'entry_index', 'entry'],
       [SESSION_MESSAGE_TABLE, 'message_index', 'message'],
@@ -64,10 +72,14 @@ export class CreateOrchestratorProjections1767225601000 implements MigrationInte
         ],
       }),
     );
-    await queryRunner.createIndex(PROJECTION_WARNING_TABLE, new TableIndex({ name: 'orch_projection_warning_work', columnNames: ['work_id'] }));
+    await queryRunner.createIndex(
+      PROJECTION_WARNING_TABLE,
+      new TableIndex({ name: 'orch_projection_warning_work', columnNames: ['work_id'] }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    for (const table of [PROJECTION_WARNING_TABLE, SESSION_MESSAGE_TABLE, SESSION_ENTRY_TABLE, WORK_UNIT_TABLE]) await queryRunner.dropTable(table);
+    for (const table of [PROJECTION_WARNING_TABLE, SESSION_MESSAGE_TABLE, SESSION_ENTRY_TABLE, WORK_UNIT_TABLE])
+      await queryRunner.dropTable(table);
   }
 }

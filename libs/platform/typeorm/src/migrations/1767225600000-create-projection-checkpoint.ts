@@ -15,7 +15,12 @@ export class CreateProjectionCheckpoint1767225600000 implements MigrationInterfa
           { name: 'projection', type: 'varchar', length: '128', isPrimary: true },
           { name: 'stream', type: 'varchar', length: '128', isNullable: false },
           { name: 'sequence', type: 'bigint', isNullable: false },
-          { name: 'updated_at', type: postgres ? 'timestamptz' : 'datetime', isNullable: false, default: 'CURRENT_TIMESTAMP' },
+          {
+            name: 'updated_at',
+            type: postgres ? 'timestamptz' : 'datetime',
+            isNullable: false,
+            default: 'CURRENT_TIMESTAMP',
+          },
         ],
       }),
     );
