@@ -100,8 +100,8 @@ export class OrchestratorHarness {
     return (this.database ??= await this.newDatabase('orch'));
   }
 
-  /** Starts the real budget-authority in this namespace, with a database and signing key of its own. */
-  async startAuthority(): Promise<ServiceProcess> {
+  /** Starts the real budget-authority in this namespace, with a database (unless `env` names one) and signing key of its own. */
+  async startAuthority(env: Record<string, string> = {}): Promise<ServiceProcess> {
     const db = await this.newDatabase('auth');
     this.authority = await ServiceProcess.start({
       service: 'budget-authority',
@@ -112,6 +112,7 @@ export class OrchestratorHarness {
         TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
         TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
         ...db.env,
+        ...env,
       },
     });
     return this.authority;

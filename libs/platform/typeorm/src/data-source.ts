@@ -3,7 +3,7 @@
 // the tables a test sees are the tables production gets.
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList } from 'typeorm';
+import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList, type QueryRunner } from 'typeorm';
 import { ProjectionCheckpoint } from './checkpoint.entity.js';
 import { CreateProjectionCheckpoint1767225600000 } from './migrations/1767225600000-create-projection-checkpoint.js';
 
@@ -70,7 +70,7 @@ export function createTallyDataSource(options: TallyDataSourceOptions): DataSour
     });
   }
   const path = sqliteFile(options);
-  return new DataSource({
+  const dataSource = new DataSource({
     ...common,
     type: 'better-sqlite3',
     database: path,
@@ -85,6 +85,35 @@ export function createTallyDataSource(options: TallyDataSourceOptions): DataSour
       db.pragma('synchronous = NORMAL');
     },
   });
+  beginTransactionsImmediate(dataSource);
+  return dataSource;
+}
+
+/** What TypeORM's SQLite query runner sends to open a transaction, and what Tally sends instead. */
+export const SQLITE_BEGIN_DEFERRED = 'BEGIN TRANSACTION';
+export const SQLITE_BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE TRANSACTION';
+
+/**
+ * Every SQLite transaction takes the write lock when it begins (ADR 0020). A deferred
+ * transaction that has read and then writes gets SQLITE_BUSY at once in WAL mode, whatever
+ * the busy timeout, when another connection (the other service, another replica, or this
+ * service's other thread) wrote in between; an immediate one waits for the lock under the
+ * busy timeout instead. TypeORM has no setting for this, so its one BEGIN statement is
+ * rewritten on the driver's single query runner; a test proves the lock is taken up front.
+ */
+function beginTransactionsImmediate(dataSource: DataSource): void {
+  const driver = dataSource.driver as unknown as { createQueryRunner(mode: string): QueryRunner };
+  const create = driver.createQueryRunner.bind(driver);
+  const rewritten = new WeakSet<QueryRunner>();
+  driver.createQueryRunner = (mode: string) => {
+    const runner = create(mode);
+    if (rewritten.has(runner)) return runner;
+    const query = runner.query.bind(runner) as (sql: string, ...rest: unknown[]) => Promise<unknown>;
+    (runner as { query: unknown }).query = (sql: string, ...rest: unknown[]) =>
+      query(sql === SQLITE_BEGIN_DEFERRED ? SQLITE_BEGIN_IMMEDIATE : sql, ...rest);
+    rewritten.add(runner);
+    return runner;
+  };
 }
 
 /**
