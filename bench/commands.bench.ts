@@ -2,8 +2,11 @@
 // reply-cache read → handler → cache write → reply → ack) on the local nats-server,
 // sequentially and open-loop at half of the saturation rate, the operating point the
 // Admit latency budget (p99 ≤ 10 ms) is set for. The raw JetStream publish (one PubAck)
-// is measured in the same run under the same conditions and named as each row's baseline.
+// and the raw core NATS request/reply (a responder on its own connection that answers at
+// once) are measured in the same run under the same conditions and named as baselines.
 import { performance } from 'node:perf_hooks';
+import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import { connectNats } from '@tally/platform-jetstream';
 import type { JetStreamCommandClient } from '@tally/platform-nest';
 import { Harness } from '../libs/platform/nest/test/fixtures.js';
 import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
@@ -19,7 +22,33 @@ type Op = (i: number) => Promise<unknown>;
 interface Probe {
   readonly harness: Harness;
   readonly client: JetStreamCommandClient;
+  /** The raw core request/reply responder's connection and subject. */
+  readonly raw: { readonly nc: NatsConnection; readonly subject: string };
   next: number;
+}
+
+/** A core NATS responder on a connection of its own, as a service replica would have: it answers at once. */
+async function rawResponder(natsUrl: string, subject: string): Promise<{ nc: NatsConnection; sub: Subscription }> {
+  const nc = await connectNats({
+    url: natsUrl,
+    name: 'bench-raw-responder',
+    connectTimeoutMs: 5_000,
+    maxReconnectAttempts: 10,
+    reconnectTimeWaitMs: 200,
+  });
+  const reply = Buffer.from(JSON.stringify({ ok: true, value: { pong: true } }));
+  const sub = nc.subscribe(subject, { queue: 'bench-raw', callback: (_error, msg) => void msg.respond(reply) });
+  await nc.flush();
+  return { nc, sub };
+}
+
+/** The raw twin of a command over core NATS: one request, one reply, nothing stored. */
+function rawRequest(p: Probe): Op {
+  const data = Buffer.from(JSON.stringify({}));
+  return async () => {
+    p.next++;
+    await p.harness.nc.request(p.raw.subject, data, { timeout: 10_000 });
+  };
 }
 
 function command(p: Probe, name: 'ping' | 'append'): Op {
@@ -98,11 +127,14 @@ export const commandsSuite: BenchSuite = {
   name: SUITE,
   async run(ctx: BenchContext): Promise<BenchRow[]> {
     const harness = await Harness.create('benchcmd');
+    const subject = `${harness.names.namespace}.bench.raw-request`;
+    const responder = await rawResponder(ctx.natsUrl, subject);
     try {
       await harness.startServer('a');
-      const probe: Probe = { harness, client: await harness.client(), next: 0 };
+      const probe: Probe = { harness, client: await harness.client(), raw: { nc: responder.nc, subject }, next: 0 };
       return await measure(ctx, probe);
     } finally {
+      await responder.nc.drain().catch(() => undefined);
       await harness.dispose();
     }
   },
@@ -112,16 +144,20 @@ async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
   const seqCount = Math.max(100, Math.round(2000 * ctx.scale));
   const ping = command(p, 'ping');
   const raw = rawPublish(p);
+  const rawCore = rawRequest(p);
   ctx.log('commands: warm-up');
   await sequential(Math.max(50, Math.round(300 * ctx.scale)), ping);
   await sequential(50, raw);
+  await sequential(50, rawCore);
 
   ctx.log(`commands: sequential, ${seqCount} each`);
   const rawSeq = await sequential(seqCount, raw);
+  const rawCoreSeq = await sequential(seqCount, rawCore);
   const pingSeq = await sequential(seqCount, ping);
   const appendSeq = await sequential(Math.round(seqCount / 2), command(p, 'append'));
   const rows: BenchRow[] = [
     ...latencyRows('raw publish sequential (commands)', rawSeq, undefined, 'one PubAck'),
+    ...latencyRows('raw core request sequential', rawCoreSeq, undefined, 'one core NATS request and reply'),
     ...latencyRows('ping command sequential', pingSeq, 'raw publish sequential (commands)'),
     ...latencyRows(
       'append command sequential',
@@ -137,6 +173,7 @@ async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
   ctx.log(`commands: saturation ${Math.round(saturated)}/s; open loop at ${Math.round(rate)}/s`);
   const openWindowMs = Math.max(750, Math.round(OPEN_LOOP_WINDOW_MS * Math.min(1, ctx.scale)));
   const rawHalf = await openLoop(raw, rate, openWindowMs);
+  const rawCoreHalf = await openLoop(rawCore, rate, openWindowMs);
   const pingHalf = await openLoop(ping, rate, openWindowMs);
   rows.push(
     {
@@ -147,12 +184,20 @@ async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
       note: `${SATURATION_CALLERS} callers, closed loop`,
     },
     ...latencyRows('raw publish at the same rate', rawHalf, undefined, `${Math.round(rate)}/s open loop`),
+    ...latencyRows('raw core request at the same rate', rawCoreHalf, undefined, `${Math.round(rate)}/s open loop`),
     ...latencyRows(
       'ping command at half saturation',
       pingHalf,
       'raw publish at the same rate',
       `${Math.round(rate)}/s open loop; target p99 ≤ 10 ms`,
     ),
+    {
+      suite: SUITE,
+      case: 'ping command at half saturation',
+      metric: 'p99 ÷ raw core request p99',
+      value: percentile(pingHalf, 99) / percentile(rawCoreHalf, 99),
+      note: 'same offered load; goal ≤ 2',
+    },
   );
   return rows;
 }
