@@ -43,6 +43,13 @@ export interface BudgetAuthorityPorts {
 
 export class BudgetAuthority {
   private readonly ctx: AuthorityContext;
+  /**
+   * Commands running in this process, by kind and command id: a re-send that arrives while
+   * the first is still running (the caller timed out and retried) waits for that answer
+   * instead of racing it. Entries live only while a command runs, so the map is bounded by
+   * the transport's concurrency. Across processes, the ledger settles the race (one receipt).
+   */
+  private readonly running = new Map<string, Promise<unknown>>();
 
   constructor(ports: BudgetAuthorityPorts, limits: BudgetAuthorityLimits) {
     const trees = new TreeStore(ports.store, ports.subjectOf, ports.clock, limits);
@@ -70,11 +77,19 @@ export class BudgetAuthority {
   }
 
   admit(command: AdmitCommand): Promise<AdmitDecision> {
-    return admit(this.ctx, command);
+    return this.once(`admit:${command.command_id}`, () => admit(this.ctx, command));
   }
 
   settle(command: SettleCommand): Promise<SettleResult> {
-    return settle(this.ctx, command);
+    return this.once(`settle:${command.command_id}`, () => settle(this.ctx, command));
+  }
+
+  private once<T>(key: string, run: () => Promise<T>): Promise<T> {
+    const running = this.running.get(key);
+    if (running) return running as Promise<T>;
+    const started = run().finally(() => this.running.delete(key));
+    this.running.set(key, started);
+    return started;
   }
 
   usage(capabilityId: string) {

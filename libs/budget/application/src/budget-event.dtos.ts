@@ -81,6 +81,7 @@ export class HoldAuthorizedDto {
   @IsIn(['authorize_exposure', 'reserve_invocation']) kind!: string;
   @IsString() @Id() hold_id!: string;
   @IsString() @Id() request_id!: string;
+  @IsOptional() @IsString() @Id() command_id?: string;
   @IsString() @Id() capability_id!: string;
   @IsInt() @Min(0) grant_index!: number;
   @IsArray() @ValidateNested({ each: true }) @Type(() => GrantRefDto) chain!: GrantRefDto[];

@@ -25,6 +25,8 @@ export interface RevokeCapability {
 
 export interface AuthorizeHold {
   readonly type: 'AuthorizeHold';
+  /** The command that takes the hold: a re-run of the same command resumes it instead of being a replay. */
+  readonly command_id?: string;
   readonly request_id: string;
   readonly capability_id: string;
   readonly subject: string;

@@ -140,6 +140,7 @@ function holdAuthorized(
       kind: monetary && !command.preflight ? 'authorize_exposure' : 'reserve_invocation',
       hold_id: id,
       request_id: command.request_id,
+      ...(command.command_id === undefined ? {} : { command_id: command.command_id }),
       capability_id: command.capability_id,
       grant_index: index,
       chain,

@@ -40,6 +40,8 @@ export interface HoldAuthorizedData {
   readonly kind: Extract<MutationKind, 'authorize_exposure' | 'reserve_invocation'>;
   readonly hold_id: string;
   readonly request_id: string;
+  /** The Admit command that took the hold (absent on holds recorded before it was kept). */
+  readonly command_id?: string;
   readonly capability_id: string;
   readonly grant_index: number;
   readonly chain: readonly GrantRef[];

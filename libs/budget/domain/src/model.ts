@@ -94,6 +94,8 @@ export type PaymentMode = 'reversible_hold' | 'prepaid_final';
 export interface Hold {
   readonly hold_id: string;
   readonly request_id: string;
+  /** The Admit command that took the hold, when recorded. */
+  readonly command_id?: string;
   readonly capability_id: string;
   readonly grant_index: number;
   /** The grant and every ancestor grant it narrows, nearest first; spend counts against all. */

@@ -37,6 +37,8 @@ export class AdmitFlow {
   leaseId: string | undefined;
   payment: { authorization_id: string; mode: 'reversible_hold' | 'prepaid_final' } | undefined;
   nonce: { nonce_id: string; binding: NonceBinding; expires_at_ms: number } | undefined;
+  /** The hold was captured by an earlier run of this command: the flow goes on from the payment. */
+  resumed = false;
   readonly preflight: boolean;
 
   constructor(

@@ -1,9 +1,9 @@
 // The steps of an Admit before the payment: authorize the hold, take the lease, the
 // nonce preflight or presented-nonce check, and the capture. Each returns a decision when
 // the path ends there, or undefined to go on.
-import { EventIds, nonceId, reverseKind, type BudgetCommand } from '@tally/budget-domain';
+import { EventIds, nonceId, reverseKind, type BudgetCommand, type TreeState } from '@tally/budget-domain';
 import { Reasons } from '../authority-context.js';
-import type { AdmitDecision } from '../receipts.js';
+import { answeredCommand, decisionFrom, type AdmitDecision } from '../receipts.js';
 import { openToken, sealToken, type NonceClaims } from '../tokens.js';
 import type { AdmitFlow } from './admit-flow.js';
 
@@ -11,6 +11,7 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
   const { cmd } = flow;
   const command: BudgetCommand = {
     type: 'AuthorizeHold',
+    command_id: cmd.command_id,
     request_id: cmd.request_id,
     capability_id: flow.claims.id,
     subject: flow.claims.subject_public_key,
@@ -24,7 +25,13 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
     now_ms: flow.now(),
   };
   const out = await flow.ctx.trees.step(flow.root, () => [command]);
-  if (out.kind === 'rejected') return flow.deny(out.rejection.message);
+  if (out.kind === 'rejected') {
+    // A stale cache let a command through that the stream shows answered (here or by another replica).
+    const answered = answeredCommand(out.state, cmd.command_id);
+    if (answered) return decisionFrom(answered);
+    if (resumeCaptured(flow, out.state)) return undefined;
+    return flow.deny(out.rejection.message);
+  }
   const holdId = (flow.preflight ? out.state.preflights : out.state.requests).get(cmd.request_id);
   if (out.kind === 'unknown' || holdId === undefined) {
     // The hold may or may not be durable; if it is, the expiry sweep reverses it (B20).
@@ -178,6 +185,11 @@ export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision 
   if (out.kind === 'rejected') {
     flow.pending = facts.filter((f) => f.type === 'RecordLease');
     await flow.releaseLease();
+    if (out.rejection.code === 'already_dispatched' && resumeCaptured(flow, out.state)) {
+      // This run's own lease was never recorded on the hold: its release is not a fact of the hold either.
+      flow.pending = [];
+      return undefined;
+    }
     if (out.rejection.code === 'already_dispatched') return flow.deny(out.rejection.message);
     return preDispatchCleanup(flow, out.rejection.message);
   }
@@ -189,4 +201,34 @@ export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision 
   flow.recordAmbiguity('invocation_capture', captureId, out.present);
   await flow.releaseLease();
   return flow.deny(Reasons.captureUnconfirmed);
+}
+
+/**
+ * A re-run of the command whose first run captured this hold and then stopped answering
+ * (its replica crashed, or it is still running elsewhere, e.g. after the caller's retry):
+ * it goes on from the payment. The rail is idempotent by request id, so a second
+ * authorization is the same one, and only one receipt can be recorded for the command: a
+ * run that loses that race answers with the one that won. Runs with an execution nonce
+ * never resume (the presented nonce was checked by the first run only): they are denied,
+ * failing closed as before.
+ */
+export function resumeCaptured(flow: AdmitFlow, state: TreeState): boolean {
+  if (flow.preflight || flow.cmd.execution_nonce !== undefined) return false;
+  const holdId = state.requests.get(flow.cmd.request_id);
+  const hold = holdId === undefined ? undefined : state.holds.get(holdId);
+  if (!hold || hold.command_id !== flow.cmd.command_id || hold.status !== 'captured' || hold.admitted) return false;
+  flow.hold = hold;
+  flow.resumed = true;
+  flow.meta.budget_authority.hold_id = hold.hold_id;
+  flow.meta.budget_authority.authorize = {
+    event_id: EventIds.authorize(hold.hold_id),
+    budget_commit_index: hold.authorize_commit_index,
+  };
+  Object.assign(flow.captureSection(), {
+    event_id: hold.capture_event_id,
+    budget_commit_index: hold.capture_commit_index,
+  });
+  // The first run's lease is the hold's: a path that does not dispatch releases it.
+  if (hold.lease_id !== undefined && !hold.lease_released) flow.leaseId = hold.lease_id;
+  return true;
 }

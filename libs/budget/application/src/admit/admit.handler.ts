@@ -16,20 +16,29 @@ export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<A
   const answered = answeredCommand(await ctx.trees.cachedOrRead(claims.root_id), cmd.command_id);
   if (answered) return decisionFrom(answered);
   const flow = new AdmitFlow(ctx, cmd, claims);
-  const early = (await authorizeHold(flow)) ?? (await reserveLease(flow));
+  const early = await authorizeHold(flow);
   if (early) return early;
-  if (flow.preflight) return preflightNonce(flow);
-  if (cmd.execution_nonce !== undefined) {
-    const rejected = await checkPresentedNonce(flow);
-    if (rejected) return rejected;
+  if (!flow.resumed) {
+    const captured = await leaseAndCapture(flow);
+    if (captured) return captured;
   }
-  const captured = await captureInvocation(flow);
-  if (captured) return captured;
   if (needsPayment(flow)) {
     const unpaid = await authorizePayment(flow);
     if (unpaid) return unpaid;
   }
   return allow(flow);
+}
+
+/** Steps 4 to 6: the hook's lease, the nonce preflight or the presented nonce's check, and the capture. */
+async function leaseAndCapture(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const denied = await reserveLease(flow);
+  if (denied) return denied;
+  if (flow.preflight) return preflightNonce(flow);
+  if (flow.cmd.execution_nonce !== undefined) {
+    const rejected = await checkPresentedNonce(flow);
+    if (rejected) return rejected;
+  }
+  return captureInvocation(flow);
 }
 
 async function denyUnverified(ctx: AuthorityContext, cmd: AdmitCommand): Promise<AdmitDecision> {
