@@ -40,7 +40,8 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
     TALLY_SQLITE_PATH: join(dir, 'projections.sqlite'),
     DATABASE_URL: '',
     TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
-    TALLY__STREAMS__MAX_BYTES: String(512 * 1024 * 1024),
+    TALLY__STREAMS__QUEUE_MAX_BYTES: String(512 * 1024 * 1024),
+    TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
     // The sweeps have nothing to do here; keep them out of the measurement.
     TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '3600000',
     TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',

@@ -61,7 +61,8 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
   const base = {
     NATS_URL: ctx.natsUrl,
     TALLY_NAMESPACE: ns,
-    TALLY__STREAMS__MAX_BYTES: String(256 * 1024 * 1024),
+    TALLY__STREAMS__QUEUE_MAX_BYTES: String(256 * 1024 * 1024),
+    TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
     LOG_LEVEL: 'warn',
   };
   const db = (name: string): Record<string, string> => ({

@@ -109,7 +109,9 @@ export class OrchestratorHarness {
       env: {
         NATS_URL: sharedNatsUrl(),
         TALLY_NAMESPACE: this.namespace,
-        TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+        // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
+        TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
+        TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
         TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
         ...db.env,
         ...env,
@@ -172,7 +174,9 @@ export class OrchestratorHarness {
       TALLY_CONFIG: config,
       ...db.env,
       SCRIPTED_API_KEY: 'test-key',
-      TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+      // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
+      TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
       TALLY__ORCHESTRATOR__BUDGET_MODE: 'unmetered',
       TALLY__ORCHESTRATOR__RETRY_BASE_BACKOFF_MS: '1',
       TALLY__ORCHESTRATOR__RETRY_MAX_BACKOFF_MS: '50',

@@ -27,7 +27,9 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
     NATS_URL: sharedNatsUrl(),
     TALLY_NAMESPACE: namespace,
     TALLY_SQLITE_PATH: join(dir, `${namespace}.sqlite`),
-    TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+    // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
+    TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
+    TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
     DATABASE_URL: '',
     ...extra,
   };

@@ -55,7 +55,9 @@ describe('tally up', () => {
       TALLY_NAMESPACE: namespace,
       TALLY_DATA_DIR: dir,
       TALLY_SQLITE_PATH: join(dir, 'tally.sqlite'),
-      TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+      // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
+      TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
       AUTHORITY_HTTP_PORT: String(authorityPort),
       ORCHESTRATOR_HTTP_PORT: String(orchestratorPort),
       LOG_LEVEL: 'warn',

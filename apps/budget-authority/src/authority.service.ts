@@ -28,7 +28,7 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
       const { authority } = runtimeOf(ctx);
       const commands = await startCommandServer(ctx, authority, {
         ...COMMAND_LIMITS,
-        replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.max_bytes),
+        replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.queue_max_bytes),
       });
       return [commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority)];
     },

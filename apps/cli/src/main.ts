@@ -7,7 +7,8 @@ const USAGE = `usage: tally <command>
   replay [--service NAME] [--verify]
                            rebuild projections from the streams, with a progress bar;
                            --verify rebuilds into a scratch database and compares digests
-  migrate                  apply pending projection-schema migrations, then exit
+  migrate                  move existing streams to this release's policy, then apply
+                           pending projection-schema migrations
   help                     this text
 `;
 

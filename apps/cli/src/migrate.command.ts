@@ -1,11 +1,21 @@
-// `tally migrate`: apply pending projection-schema migrations for every service, then
-// exit. Kubernetes runs it as a Job before a release rolls out.
-import { loadConfig, openServiceDatabase } from '@tally/platform-app';
+// `tally migrate`: moves the namespace's existing streams to the policy of this release
+// (ADR 0002: the event streams discard new, keep everything, deny delete and purge), then
+// applies pending projection-schema migrations for every service. Kubernetes runs it as a
+// Job before a release rolls out; a stream the server cannot move safely stops it.
+import {
+  connectTallyNats,
+  loadConfig,
+  openServiceDatabase,
+  streamLimitsOf,
+  type TallyConfig,
+} from '@tally/platform-app';
+import { reconcileStream, tallyStreamSpecs } from '@tally/platform-jetstream';
 import { projectionSets } from './projection-sets.js';
 
 export async function migrate(): Promise<number> {
   const config = loadConfig();
-  for (const set of projectionSets()) {
+  await migrateStreams(config, (line) => process.stdout.write(`tally migrate: ${line}\n`));
+  for (const set of projectionSets(config)) {
     const database = await openServiceDatabase(config, set);
     const pending = await database.showMigrations();
     await database.destroy();
@@ -15,4 +25,30 @@ export async function migrate(): Promise<number> {
     if (pending) return 1;
   }
   return 0;
+}
+
+/** Moves each existing stream in place; a missing one is left to `tally provision`. */
+export async function migrateStreams(config: TallyConfig, say: (line: string) => void): Promise<void> {
+  const nats = await connectTallyNats(config, 'tally-migrate');
+  try {
+    for (const spec of tallyStreamSpecs(nats.names, streamLimitsOf(config))) {
+      const exists = await nats.jsm.streams.info(spec.name).then(
+        () => true,
+        () => false,
+      );
+      if (!exists) {
+        say(`stream ${spec.name} does not exist yet (tally provision creates it)`);
+        continue;
+      }
+      const moved = await reconcileStream(nats.jsm, spec);
+      for (const warning of moved.warnings) say(`WARNING: ${warning}`);
+      say(
+        moved.outcome === 'updated'
+          ? `stream ${spec.name} moved to the ${spec.kind} policy: ${moved.changes.join('; ')}`
+          : `stream ${spec.name} already has the ${spec.kind} policy`,
+      );
+    }
+  } finally {
+    await nats.nc.close();
+  }
 }

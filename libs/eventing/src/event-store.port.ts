@@ -67,3 +67,36 @@ export class AppendOutcomeUnknown extends Error {
     super(`append to ${subject} was not acknowledged`, { cause });
   }
 }
+
+/**
+ * A definite refusal: the stream is at its byte (or message) limit and refuses new
+ * messages (discard: new), so nothing was stored. Never a silent drop of older events.
+ */
+export class StreamFull extends Error {
+  override readonly name = 'StreamFull';
+  constructor(
+    readonly stream: string,
+    readonly subject: string,
+    readonly detail: string,
+  ) {
+    super(
+      `stream ${stream} is full (${detail}): the append to ${subject} was refused and nothing was stored; ` +
+        `raise the stream's byte limit (streams.max_bytes) or move the ledger to a bigger server`,
+    );
+  }
+}
+
+/**
+ * The stored history of an aggregate (or a stream) does not start where it must, or skips
+ * a commit: events are missing from the ledger. Deciding or projecting on it would be wrong.
+ */
+export class HistoryGap extends Error {
+  override readonly name = 'HistoryGap';
+  constructor(
+    readonly stream: string,
+    readonly subject: string,
+    readonly detail: string,
+  ) {
+    super(`history of ${subject} in ${stream} is incomplete: ${detail}; restore the stream from a backup`);
+  }
+}

@@ -12,6 +12,7 @@ export interface TestStreamSpec {
   readonly maxAgeMs: number;
   readonly maxBytes: number;
   readonly maxMsgSizeBytes: number;
+  readonly discard: 'new';
   readonly denyDelete: boolean;
   readonly denyPurge: boolean;
 }
@@ -32,6 +33,7 @@ export function testEventStreamSpec(
     maxAgeMs: 0,
     maxBytes,
     maxMsgSizeBytes: 1024 * 1024,
+    discard: 'new',
     denyDelete,
     denyPurge: false,
   };

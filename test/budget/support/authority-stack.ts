@@ -41,7 +41,9 @@ export class AuthorityStack {
     const env: Record<string, string> = {
       NATS_URL: sharedNatsUrl(),
       TALLY_NAMESPACE: namespace,
-      TALLY__STREAMS__MAX_BYTES: String(64 * 1024 * 1024),
+      // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
+      TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
       TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
       TALLY_FAULT_INJECTION: options.faultInjection === false ? 'false' : 'true',
       ...database.env,

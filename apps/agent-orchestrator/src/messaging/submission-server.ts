@@ -23,7 +23,7 @@ export function replyCacheLimitsOf(config: TallyConfig): ReplyBucketLimits {
   return {
     ttlMs: Math.max(24 * 3_600_000, config.streams.duplicate_window_ms),
     replicas: config.streams.replicas,
-    maxBytes: Math.min(256 * 1024 * 1024, config.streams.max_bytes),
+    maxBytes: Math.min(256 * 1024 * 1024, config.streams.queue_max_bytes),
     maxValueSizeBytes: config.streams.max_msg_size_bytes,
   };
 }

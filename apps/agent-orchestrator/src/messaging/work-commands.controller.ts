@@ -4,7 +4,7 @@
 import { Controller, Inject, UsePipes } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { SubmitWorkDto } from '@tally/contracts';
-import { commandValidationPipe, type JetStreamCommandContext } from '@tally/platform-nest';
+import { commandValidationPipe, refuseWhenFull, type JetStreamCommandContext } from '@tally/platform-nest';
 import { createHash } from 'node:crypto';
 import { fieldErrorsOf } from '../http/rejections.js';
 import { WorkSubmission } from '../work/work-submission.js';
@@ -24,7 +24,7 @@ export class WorkCommandsController {
     @Ctx() ctx: JetStreamCommandContext,
   ): Promise<{ work_id: string; status: 'queued' }> {
     const workId = body.work_id ?? workIdFromCommandId(ctx.getCommandId());
-    const outcome = await this.submission.submit(body, workId);
+    const outcome = await refuseWhenFull(() => this.submission.submit(body, workId));
     if (outcome.ok) return { work_id: outcome.work_id, status: outcome.status };
     const { rejection } = outcome;
     if (rejection.code === 'invalid_work')

@@ -7,6 +7,7 @@ import type { SubmitWorkDto } from '@tally/contracts';
 import type { Rejection, WorkLimitsInput } from '@tally/orchestrator-domain';
 import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
 import type { TallyConfig } from '@tally/platform-app';
+import { streamFullOf } from '@tally/platform-jetstream';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export type SubmitOutcome =
@@ -78,10 +79,16 @@ export class WorkSubmission {
    */
   async enqueue(workId: string, token: string): Promise<void> {
     const { nats, config } = this.rt.ctx;
-    await nats.js.publish(nats.names.workQueueSubject, JSON.stringify({ work_id: workId, token }), {
-      msgID: workId,
-      timeout: config.nats.publish_timeout_ms,
-    });
+    const subject = nats.names.workQueueSubject;
+    try {
+      await nats.js.publish(subject, JSON.stringify({ work_id: workId, token }), {
+        msgID: workId,
+        timeout: config.nats.publish_timeout_ms,
+      });
+    } catch (error) {
+      // A full queue is a clear refusal; the unit stays recorded as queued and the sweeper queues it again later.
+      throw streamFullOf(error, nats.names.workQueueStream, subject) ?? error;
+    }
   }
 
   /** Records the abort, then tells the workers at once; a worker also re-checks the unit's events while it works. */

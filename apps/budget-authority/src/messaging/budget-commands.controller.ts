@@ -5,7 +5,12 @@
 import { Controller, Inject, UsePipes } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { AdmitCommandDto, SettleCommandDto } from '@tally/contracts';
-import { commandValidationPipe, validationError, type JetStreamCommandContext } from '@tally/platform-nest';
+import {
+  commandValidationPipe,
+  refuseWhenFull,
+  validationError,
+  type JetStreamCommandContext,
+} from '@tally/platform-nest';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 
@@ -18,7 +23,7 @@ export class BudgetCommandsController {
   async admit(@Payload() body: AdmitCommandDto, @Ctx() ctx: JetStreamCommandContext): Promise<Record<string, unknown>> {
     const mapped = toAdmitCommand(body, ctx.getCommandId());
     if (!mapped.ok) throw new RpcException(validationError(mapped.errors));
-    return decisionToWire(await this.authority.admit(mapped.command));
+    return decisionToWire(await refuseWhenFull(() => this.authority.admit(mapped.command)));
   }
 
   @MessagePattern('settle')
@@ -26,7 +31,7 @@ export class BudgetCommandsController {
   async settle(@Payload() body: SettleCommandDto, @Ctx() ctx: JetStreamCommandContext): Promise<unknown> {
     const mapped = toSettleCommand(body, ctx.getCommandId());
     if (!mapped.ok) throw new RpcException(validationError(mapped.errors));
-    const result = await this.authority.settle(mapped.command);
+    const result = await refuseWhenFull(() => this.authority.settle(mapped.command));
     return wireJson({ receipt: result.receipt });
   }
 }

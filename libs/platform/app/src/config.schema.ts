@@ -7,6 +7,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsObject,
   IsOptional,
   IsString,
@@ -31,11 +32,19 @@ export class StreamLimitsConfig {
   @IsIn(['file', 'memory']) storage: 'file' | 'memory' = 'file';
   @IsInt() @Min(1) @Max(5) replicas = 1;
   @IsInt() @Min(1_000) @Max(86_400_000) duplicate_window_ms = 120_000;
-  /** 0 keeps events forever: the event streams are the ledger. */
-  @IsInt() @Min(0) max_age_ms = 0;
-  // JetStream reserves max_bytes up front, so the local default is modest; production sets its own.
-  @IsInt() @Min(1_048_576) max_bytes = 1024 * 1024 * 1024;
   @IsInt() @Min(1_024) @Max(8_388_608) max_msg_size_bytes = 1_048_576;
+  /**
+   * Byte limit of each event stream (the ledger). Unset: none. When set, a full stream
+   * refuses new events with a clear error; it never deletes old ones (ADR 0002).
+   */
+  @IsOptional() @IsInt() @Min(1_048_576) max_bytes?: number;
+  /** /readyz turns degraded when a stream with a byte limit is fuller than this share of it. */
+  @IsNumber() @Min(0.01) @Max(1) fullness_degraded_ratio = 0.8;
+  /** The work queue and the command stream: a full one refuses new messages. JetStream reserves this up front. */
+  @IsInt() @Min(1_048_576) queue_max_bytes = 1024 * 1024 * 1024;
+  /** The dead-letter stream drops its oldest records past either bound. */
+  @IsInt() @Min(1_048_576) dead_letter_max_bytes = 1024 * 1024 * 1024;
+  @IsInt() @Min(86_400_000) dead_letter_max_age_ms = 30 * 86_400_000;
 }
 
 export class ConsumerLimitsConfig {

@@ -6,8 +6,11 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface ReadinessCheck {
   readonly name: string;
-  check(): Promise<{ ok: boolean; details?: unknown }>;
+  /** `degraded` lists what an operator must fix soon although the service still works (it stays ready). */
+  check(): Promise<{ ok: boolean; degraded?: readonly string[]; details?: unknown }>;
 }
+
+type CheckResult = { ok: boolean; degraded?: readonly string[]; details?: unknown; error?: string };
 
 @Injectable()
 export class ReadinessRegistry {
@@ -18,13 +21,13 @@ export class ReadinessRegistry {
     this.checks.push(check);
   }
 
-  async run(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; details?: unknown; error?: string }> }> {
+  async run(): Promise<{ ready: boolean; degraded: string[]; checks: Record<string, CheckResult> }> {
     const results = await Promise.all(this.checks.map((c) => this.runOne(c)));
     const checks = Object.fromEntries(results.map((r, i) => [this.checks[i]!.name, r]));
-    return { ready: results.every((r) => r.ok), checks };
+    return { ready: results.every((r) => r.ok), degraded: results.flatMap((r) => r.degraded ?? []), checks };
   }
 
-  private async runOne(check: ReadinessCheck): Promise<{ ok: boolean; details?: unknown; error?: string }> {
+  private async runOne(check: ReadinessCheck): Promise<CheckResult> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<{ ok: boolean; error: string }>((resolve) => {
       timer = setTimeout(
@@ -72,7 +75,9 @@ export class HealthController {
   @Get('readyz')
   async readyz(@Res() res: ReplyLike) {
     const result = await this.readiness.run();
-    res.status(result.ready ? 200 : 503).json({ status: result.ready ? 'ready' : 'not_ready', checks: result.checks });
+    // Degraded still serves (200): pulling every replica out of rotation would turn a warning into an outage.
+    const status = !result.ready ? 'not_ready' : result.degraded.length > 0 ? 'degraded' : 'ready';
+    res.status(result.ready ? 200 : 503).json({ status, degraded: result.degraded, checks: result.checks });
   }
 
   @Get('metrics')

@@ -13,3 +13,4 @@ export * from './projector.js';
 export * from './projection-thread.js';
 export * from './projection-set.js';
 export * from './replay.js';
+export * from './stream-watch.js';

@@ -7,7 +7,7 @@ import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
   provisionTallyStreams,
-  readDurabilityReport,
+  redactedServers,
   tallyStreamSpecs,
   type DurabilityReport,
   type StreamLimits,
@@ -15,13 +15,16 @@ import {
 import { DependencyUnavailable } from './boot.js';
 import type { TallyConfig } from './config.schema.js';
 import type { ReadinessCheck } from './health.js';
+import { StreamWatch } from './stream-watch.js';
 
 export interface NatsRuntime {
   readonly names: TallyNames;
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  /** The report read at boot; `watch` reads it live. */
   readonly durability: DurabilityReport;
+  readonly watch: StreamWatch;
   readonly readiness: ReadinessCheck;
   close(): Promise<void>;
 }
@@ -32,53 +35,73 @@ export function streamLimitsOf(config: TallyConfig): StreamLimits {
     storage: s.storage,
     replicas: s.replicas,
     duplicateWindowMs: s.duplicate_window_ms,
-    maxAgeMs: s.max_age_ms,
-    maxBytes: s.max_bytes,
     maxMsgSizeBytes: s.max_msg_size_bytes,
+    eventMaxBytes: s.max_bytes ?? -1,
+    queueMaxBytes: s.queue_max_bytes,
+    deadLetterMaxBytes: s.dead_letter_max_bytes,
+    deadLetterMaxAgeMs: s.dead_letter_max_age_ms,
   };
 }
 
-export async function startNatsRuntime(config: TallyConfig, service: string): Promise<NatsRuntime> {
+export interface NatsClients {
+  readonly names: TallyNames;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+}
+
+/** Connects with the configured servers and credentials, and opens JetStream; provisions nothing. */
+export async function connectTallyNats(config: TallyConfig, name: string): Promise<NatsClients> {
   const names = tallyNames(config.nats.namespace);
+  const where = redactedServers(config.nats.url).join(', ');
   let nc: NatsConnection;
   try {
     nc = await connectNats({
       url: config.nats.url,
-      name: service,
+      name,
       connectTimeoutMs: config.nats.connect_timeout_ms,
       maxReconnectAttempts: -1,
       reconnectTimeWaitMs: config.nats.reconnect_time_wait_ms,
     });
   } catch (error) {
     throw new DependencyUnavailable(
-      `NATS at ${config.nats.url}`,
+      `NATS at ${where}`,
       'Start a nats-server with JetStream (`nats-server -js`; Debian/Ubuntu package nats-server) or set NATS_URL.',
       error,
     );
   }
   const js = jetstream(nc, { timeout: config.nats.publish_timeout_ms });
-  const jsm = await jetstreamManager(nc, { timeout: config.nats.publish_timeout_ms }).catch((error: unknown) => {
+  const jsm = await jetstreamManager(nc, { timeout: config.nats.publish_timeout_ms }).catch(async (error: unknown) => {
+    await nc.close();
     throw new DependencyUnavailable(
-      `JetStream on ${config.nats.url}`,
+      `JetStream on ${where}`,
       'The server must run with JetStream enabled (-js).',
       error,
     );
   });
+  return { names, nc, js, jsm };
+}
+
+export async function startNatsRuntime(config: TallyConfig, service: string): Promise<NatsRuntime> {
+  const { names, nc, js, jsm } = await connectTallyNats(config, service);
   const specs = tallyStreamSpecs(names, streamLimitsOf(config));
   await provisionTallyStreams(jsm, names, streamLimitsOf(config));
-  const durability = await readDurabilityReport(
+  const watch = new StreamWatch(
     nc,
     jsm,
     specs.map((s) => s.name),
-    { assumeSyncAlways: config.nats.assume_sync_always },
+    { assumeSyncAlways: config.nats.assume_sync_always, fullnessDegradedRatio: config.streams.fullness_degraded_ratio },
   );
+  const durability = await watch.report();
+  const servers = redactedServers(config.nats.url);
   const readiness: ReadinessCheck = {
     name: 'nats',
     async check() {
       if (nc.isClosed()) return { ok: false, details: { error: 'connection closed' } };
       const rttMs = await nc.rtt();
-      return { ok: true, details: { url: config.nats.url, rtt_ms: rttMs, durability } };
+      const report = await watch.report();
+      return { ok: true, degraded: report.degraded, details: { servers, rtt_ms: rttMs, durability: report } };
     },
   };
-  return { names, nc, js, jsm, durability, readiness, close: () => nc.drain() };
+  return { names, nc, js, jsm, durability, watch, readiness, close: () => nc.drain() };
 }

@@ -10,6 +10,7 @@ import {
   type ValidationPipe,
 } from '@nestjs/common';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
+import { StreamFull } from '@tally/eventing';
 import { FastValidationPipe } from '@tally/platform-nest';
 
 export class ProblemException extends HttpException {
@@ -113,6 +114,9 @@ export interface Problem {
 }
 
 export function toProblem(exception: unknown): Problem {
+  // A full ledger or queue refused the write and stored nothing (ADR 0002): say so, never "internal error".
+  if (exception instanceof StreamFull)
+    return { type: 'stream_full', title: 'A Tally stream is full', status: 507, detail: exception.message, errors: [] };
   if (exception instanceof ProblemException) {
     const p: Problem = {
       type: exception.problemType,

@@ -78,6 +78,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
   const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
+  nats.watch.registerMetrics(metrics.registry);
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
   const projections = await startProjections(definition, base);

@@ -24,3 +24,12 @@ export async function connectNats(options: NatsConnectionOptions): Promise<NatsC
     noAsyncTraces: true,
   });
 }
+
+/** The server list of a NATS URL setting (comma-separated), each without user, password or token. */
+export function redactedServers(url: string): string[] {
+  return url
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean)
+    .map((u) => u.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1'));
+}

@@ -21,6 +21,8 @@ import {
 import {
   AppendOutcomeUnknown,
   ConcurrencyConflict,
+  HistoryGap,
+  StreamFull,
   type AppendResult,
   type EventStore,
   type LoadResult,
@@ -29,6 +31,10 @@ import {
 
 const WRONG_LAST_SEQUENCE = 10071;
 const NO_MESSAGE_FOUND = 10037;
+/** A store failure: with discard: new, "maximum bytes exceeded" or "maximum messages exceeded". */
+const STREAM_STORE_FAILED = 10077;
+/** The account or server has no room left (its own JetStream limits). */
+const INSUFFICIENT_RESOURCES = 10023;
 
 export interface JetStreamEventStoreOptions {
   readonly stream: string;
@@ -121,6 +127,7 @@ export class JetStreamEventStore implements EventStore {
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE)
         throw new ConcurrencyConflict(subject, expected);
+      if (isFullRefusal(error)) throw new StreamFull(this.options.stream, subject, error.message);
       throw new AppendOutcomeUnknown(
         subject,
         events.map((e) => e.eventId),
@@ -179,28 +186,34 @@ export class JetStreamEventStore implements EventStore {
   /**
    * One round trip when the caller is one commit behind (the common catch-up): the last
    * commit names the subject's sequence before it, so the rest is read only when the caller
-   * is further behind, and only up to that sequence.
+   * is further behind, and only up to that sequence. Every commit read must link to the one
+   * before it (and a full load's first commit to nothing), else the history has a hole.
    */
   async load(subject: string, afterSequence = 0): Promise<LoadResult> {
     const last = await this.lastMessage(subject);
     if (!last || last.seq <= afterSequence)
       return { events: [], lastSequence: Math.max(last?.seq ?? 0, afterSequence) };
     const tail = this.decodeStored(subject, last.seq, last.data);
-    const previous = previousSequenceOf(last);
-    if (previous !== undefined && previous <= afterSequence) return { events: tail, lastSequence: last.seq };
-    const events = await this.readRange(subject, afterSequence + 1, previous ?? last.seq - 1);
+    const previous = previousSequenceOf(last.header);
+    const chain = new HistoryChain(this.options.stream, subject, afterSequence);
+    if (previous !== undefined && previous <= afterSequence) {
+      chain.link(last.seq, previous);
+      return { events: tail, lastSequence: last.seq };
+    }
+    const events = await this.readRange(subject, afterSequence + 1, previous ?? last.seq - 1, chain);
+    chain.link(last.seq, previous);
     if (events.length + tail.length > this.options.loadEventsMax)
       throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
     return { events: [...events, ...tail], lastSequence: last.seq };
   }
 
   /** Reads [from, to] of one subject: small catch-ups by direct get, the rest with an ordered consumer. */
-  private async readRange(subject: string, from: number, to: number): Promise<StoredEvent[]> {
+  private async readRange(subject: string, from: number, to: number, chain: HistoryChain): Promise<StoredEvent[]> {
     const events: StoredEvent[] = [];
     const next = (await this.readsDirect())
-      ? await this.readDirect(subject, from, to, events, this.directReadEventsMax)
+      ? await this.readDirect(subject, from, to, events, this.directReadEventsMax, chain)
       : from;
-    if (next <= to) events.push(...(await this.readOrdered(subject, next, to, events.length)));
+    if (next <= to) events.push(...(await this.readOrdered(subject, next, to, events.length, chain)));
     return events;
   }
 
@@ -234,6 +247,7 @@ export class JetStreamEventStore implements EventStore {
     to: number,
     into: StoredEvent[],
     messagesMax: number,
+    chain: HistoryChain,
   ): Promise<number> {
     let next = from;
     for (let read = 0; next <= to && read < messagesMax; read++) {
@@ -242,6 +256,7 @@ export class JetStreamEventStore implements EventStore {
         .catch(() => undefined);
       if (msg === undefined) return next;
       if (!msg || msg.seq > to) return msg ? to + 1 : next;
+      chain.link(msg.seq, previousSequenceOf(msg.header));
       into.push(...this.decodeStored(subject, msg.seq, msg.data));
       next = msg.seq + 1;
     }
@@ -249,7 +264,13 @@ export class JetStreamEventStore implements EventStore {
   }
 
   /** Reads [from, to] of one subject with an ordered consumer, which has flow control and no acks. */
-  private async readOrdered(subject: string, from: number, to: number, alreadyRead: number): Promise<StoredEvent[]> {
+  private async readOrdered(
+    subject: string,
+    from: number,
+    to: number,
+    alreadyRead: number,
+    chain: HistoryChain,
+  ): Promise<StoredEvent[]> {
     const consumer = await this.js.consumers.get(this.options.stream, {
       filter_subjects: subject,
       opt_start_seq: from,
@@ -259,6 +280,9 @@ export class JetStreamEventStore implements EventStore {
     const events: StoredEvent[] = [];
     try {
       for await (const msg of messages) {
+        // Past the range: the commits the range should hold are gone; the caller's link check says so.
+        if (msg.seq > to) break;
+        chain.link(msg.seq, previousSequenceOf(msg.headers));
         events.push(...this.decodeStored(subject, msg.seq, msg.data));
         if (alreadyRead + events.length > this.options.loadEventsMax)
           throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
@@ -287,9 +311,51 @@ export class JetStreamEventStore implements EventStore {
  * server's expected-sequence header it was checked against); undefined when neither is
  * there, e.g. a message some other writer published, and the caller reads the range instead.
  */
-function previousSequenceOf(msg: StoredMsg): number | undefined {
-  const raw = msg.header?.get(Headers.previousSubjectSequence) || msg.header?.get(Headers.expectedLastSubjectSequence);
+function previousSequenceOf(header: { get(key: string): string } | undefined): number | undefined {
+  const raw = header?.get(Headers.previousSubjectSequence) || header?.get(Headers.expectedLastSubjectSequence);
   if (!raw || !/^\d{1,16}$/.test(raw)) return undefined;
-  const previous = Number(raw);
-  return previous < msg.seq ? previous : undefined;
+  return Number(raw);
+}
+
+/**
+ * Follows the commits of one load in order. Each commit names the subject's sequence before
+ * it; when that is not the commit read just before (or, for the first one, is past where
+ * the load started: 0 for a full load), a commit is missing, and the load fails loudly.
+ * A commit with no link (another writer's message) is taken as it is.
+ */
+class HistoryChain {
+  private lastSeq: number | undefined;
+  constructor(
+    private readonly stream: string,
+    private readonly subject: string,
+    private readonly afterSequence: number,
+  ) {}
+
+  link(seq: number, previous: number | undefined): void {
+    const expected = this.lastSeq;
+    this.lastSeq = seq;
+    if (previous === undefined) return;
+    if (previous >= seq)
+      throw new HistoryGap(this.stream, this.subject, `commit #${seq} claims to follow #${previous}`);
+    if (expected === undefined ? previous > this.afterSequence : previous !== expected) {
+      const before = expected === undefined ? `the start of the load (after #${this.afterSequence})` : `#${expected}`;
+      throw new HistoryGap(
+        this.stream,
+        this.subject,
+        `commit #${seq} follows #${previous}, but the commit read before it is ${before}: #${previous} is missing`,
+      );
+    }
+  }
+}
+
+/** A publish error that is a full stream's refusal, as StreamFull; undefined for any other error. */
+export function streamFullOf(error: unknown, stream: string, subject: string): StreamFull | undefined {
+  return isFullRefusal(error) ? new StreamFull(stream, subject, error.message) : undefined;
+}
+
+/** The server refused the message for lack of room: with discard: new nothing was stored. */
+function isFullRefusal(error: unknown): error is JetStreamApiError {
+  if (!(error instanceof JetStreamApiError)) return false;
+  if (error.code === INSUFFICIENT_RESOURCES) return true;
+  return error.code === STREAM_STORE_FAILED && /maximum (bytes|messages)/i.test(error.message);
 }

@@ -28,6 +28,11 @@ export interface StreamSpec {
   readonly maxAgeMs: number;
   readonly maxBytes: number;
   readonly maxMsgSizeBytes: number;
+  /**
+   * What the server does at a limit: 'new' refuses the new message (the publisher gets an
+   * error, nothing is lost), 'old' deletes the oldest messages to make room.
+   */
+  readonly discard: 'new' | 'old';
   readonly denyDelete: boolean;
   readonly denyPurge: boolean;
 }
@@ -48,11 +53,9 @@ export class StreamConfigConflict extends Error {
   constructor(
     readonly stream: string,
     readonly conflicts: readonly string[],
+    hint = 'Tally refuses to change it in place; fix the stream (or the config) and restart.',
   ) {
-    super(
-      `stream ${stream} exists with a conflicting configuration: ${conflicts.join('; ')}. ` +
-        `Tally refuses to change it in place; fix the stream (or the config) and restart.`,
-    );
+    super(`stream ${stream} exists with a conflicting configuration: ${conflicts.join('; ')}. ${hint}`);
   }
 }
 
@@ -69,7 +72,7 @@ export function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name
     max_msg_size: spec.maxMsgSizeBytes,
     max_msgs: -1,
     max_msgs_per_subject: -1,
-    discard: DiscardPolicy.Old,
+    discard: spec.discard === 'new' ? DiscardPolicy.New : DiscardPolicy.Old,
     deny_delete: spec.denyDelete,
     deny_purge: spec.denyPurge,
     allow_direct: true,
@@ -88,6 +91,8 @@ export function streamConflicts(spec: StreamSpec, actual: StreamConfig): string[
     'max_age',
     'max_bytes',
     'max_msg_size',
+    'max_msgs',
+    'max_msgs_per_subject',
     'discard',
     'deny_delete',
     'deny_purge',
@@ -122,6 +127,62 @@ export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Pro
   }
   if (conflicts.length > 0) throw new StreamConfigConflict(spec.name, conflicts);
   return 'verified';
+}
+
+export interface StreamReconciled {
+  readonly name: string;
+  readonly outcome: 'created' | 'verified' | 'updated';
+  /** One line per setting changed in place. */
+  readonly changes: readonly string[];
+  /** What an operator must know, e.g. that an event stream had already lost its oldest events. */
+  readonly warnings: readonly string[];
+}
+
+/** Settings JetStream cannot change on an existing stream. */
+const FIXED_SETTINGS = new Set(['retention', 'storage']);
+
+/**
+ * Creates the stream, or moves an existing one to the spec in place (`tally provision`,
+ * `tally migrate`). Refused, naming why, when the server cannot make the change
+ * (retention, storage, lifting deny_delete/deny_purge) or when it would delete messages:
+ * a byte limit below what the stream already holds makes the server drop its oldest.
+ */
+export async function reconcileStream(jsm: JetStreamManager, spec: StreamSpec): Promise<StreamReconciled> {
+  let info;
+  try {
+    info = await jsm.streams.info(spec.name);
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError) || error.code !== STREAM_NOT_FOUND) throw error;
+    await jsm.streams.add(toStreamConfig(spec));
+    return { name: spec.name, outcome: 'created', changes: [], warnings: [] };
+  }
+  const warnings: string[] = [];
+  // An event stream that already lost its head (the old discard: old policy) cannot be repaired here.
+  if (spec.denyPurge && info.state.first_seq > 1)
+    warnings.push(
+      `stream ${spec.name} starts at sequence ${info.state.first_seq}: events 1..${info.state.first_seq - 1} were ` +
+        `already deleted by its old limits; loads and replays of the affected aggregates will fail until it is restored`,
+    );
+  const changes = streamConflicts(spec, info.config);
+  if (changes.length === 0) return { name: spec.name, outcome: 'verified', changes, warnings };
+  const blocked = changes.filter((c) => FIXED_SETTINGS.has(c.split(' ')[0]!));
+  if (info.config.deny_delete && !spec.denyDelete) blocked.push('deny_delete cannot be lifted once set');
+  if (info.config.deny_purge && !spec.denyPurge) blocked.push('deny_purge cannot be lifted once set');
+  if (spec.maxBytes > 0 && info.state.bytes > spec.maxBytes)
+    blocked.push(
+      `max_bytes ${spec.maxBytes} is below the ${info.state.bytes} bytes it holds: the server would delete its oldest messages`,
+    );
+  if (blocked.length > 0)
+    throw new StreamConfigConflict(
+      spec.name,
+      blocked,
+      'The server cannot make this change safely; nothing was changed.',
+    );
+  const { name, ...config } = toStreamConfig(spec);
+  await jsm.streams.update(name, config);
+  const left = streamConflicts(spec, (await jsm.streams.info(spec.name)).config);
+  if (left.length > 0) throw new StreamConfigConflict(spec.name, left);
+  return { name: spec.name, outcome: 'updated', changes, warnings };
 }
 
 export function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {

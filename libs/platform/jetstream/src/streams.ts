@@ -1,7 +1,7 @@
 // The streams and the command-reply bucket every Tally service relies on, derived from
-// TallyNames with every limit passed in explicitly. Both services call
-// provisionTallyStreams at start-up: the first creates, the rest verify, and a stream
-// that exists with different settings stops the process (StreamConfigConflict).
+// TallyNames with every limit passed in explicitly. Each stream kind has its own policy
+// (ADR 0002): the event streams are the ledger and never lose a message, the queues refuse
+// work when full, and only the dead-letter stream ages out its oldest records.
 import type { JetStreamClient, JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import { JetStreamApiError, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
@@ -15,61 +15,103 @@ export interface StreamLimits {
   readonly storage: 'file' | 'memory';
   readonly replicas: number;
   readonly duplicateWindowMs: number;
-  /** 0 keeps messages until they are acked (work queues) or forever (event streams). */
-  readonly maxAgeMs: number;
-  /** -1 means unlimited; a positive value discards the oldest messages once reached. */
-  readonly maxBytes: number;
   readonly maxMsgSizeBytes: number;
+  /**
+   * Byte limit of each event stream (the ledger), or -1 for none. A full event stream
+   * refuses appends (discard: new); it never deletes an event to make room.
+   */
+  readonly eventMaxBytes: number;
+  /** Byte limit of the work queue and of the command stream; a full one refuses new messages. */
+  readonly queueMaxBytes: number;
+  /** The dead-letter stream keeps at most this many bytes, for at most this long, dropping its oldest first. */
+  readonly deadLetterMaxBytes: number;
+  readonly deadLetterMaxAgeMs: number;
 }
 
 export type TallyStreamKind = 'budgetEvents' | 'workEvents' | 'workQueue' | 'commands' | 'deadLetter';
 
-/** One set of limits for every stream, or one per stream kind. */
-export type TallyStreamLimits = StreamLimits | Readonly<Record<TallyStreamKind, StreamLimits>>;
-
-function limitsFor(limits: TallyStreamLimits, kind: TallyStreamKind): StreamLimits {
-  const chosen = 'storage' in limits ? limits : (limits as Readonly<Record<TallyStreamKind, StreamLimits>>)[kind];
-  assertLimits(chosen, kind);
-  return chosen;
-}
-
 /** Bad limits are a configuration bug: refuse them before they reach the server. */
-function assertLimits(limits: StreamLimits, kind: string): void {
+function assertLimits(limits: StreamLimits): void {
   const bad: string[] = [];
   if (!Number.isInteger(limits.replicas) || limits.replicas < 1 || limits.replicas > 5)
     bad.push(`replicas=${limits.replicas} must be 1..5`);
   if (!(limits.duplicateWindowMs > 0)) bad.push(`duplicateWindowMs=${limits.duplicateWindowMs} must be > 0`);
-  if (!(limits.maxAgeMs >= 0)) bad.push(`maxAgeMs=${limits.maxAgeMs} must be >= 0`);
+  if (!(limits.eventMaxBytes === -1 || limits.eventMaxBytes > 0))
+    bad.push(`eventMaxBytes=${limits.eventMaxBytes} must be -1 or > 0`);
+  if (!(limits.queueMaxBytes > 0)) bad.push(`queueMaxBytes=${limits.queueMaxBytes} must be > 0`);
+  if (!(limits.deadLetterMaxBytes > 0)) bad.push(`deadLetterMaxBytes=${limits.deadLetterMaxBytes} must be > 0`);
+  if (!(limits.deadLetterMaxAgeMs > 0)) bad.push(`deadLetterMaxAgeMs=${limits.deadLetterMaxAgeMs} must be > 0`);
   // The server clamps the duplicate window to max_age; the stored value would then never match ours.
-  if (limits.maxAgeMs > 0 && limits.duplicateWindowMs > limits.maxAgeMs)
-    bad.push(`duplicateWindowMs=${limits.duplicateWindowMs} exceeds maxAgeMs=${limits.maxAgeMs}`);
-  if (!(limits.maxBytes === -1 || limits.maxBytes > 0)) bad.push(`maxBytes=${limits.maxBytes} must be -1 or > 0`);
+  if (limits.duplicateWindowMs > limits.deadLetterMaxAgeMs)
+    bad.push(`duplicateWindowMs=${limits.duplicateWindowMs} exceeds deadLetterMaxAgeMs=${limits.deadLetterMaxAgeMs}`);
   if (!(limits.maxMsgSizeBytes > 0)) bad.push(`maxMsgSizeBytes=${limits.maxMsgSizeBytes} must be > 0`);
-  if (bad.length > 0) throw new Error(`invalid ${kind} stream limits: ${bad.join('; ')}`);
+  if (bad.length > 0) throw new Error(`invalid stream limits: ${bad.join('; ')}`);
+}
+
+type Policy = Pick<StreamSpec, 'retention' | 'discard' | 'maxAgeMs' | 'maxBytes' | 'denyDelete' | 'denyPurge'>;
+
+/** Each kind's policy, the one table ADR 0002 writes down. */
+function policyOf(kind: TallyStreamKind, limits: StreamLimits): Policy {
+  switch (kind) {
+    case 'budgetEvents':
+    case 'workEvents':
+      // The ledger: no age or count limit, a byte limit only when the operator sets one, and
+      // then a full stream refuses the append. No message can be deleted or purged.
+      return {
+        retention: 'limits',
+        discard: 'new',
+        maxAgeMs: 0,
+        maxBytes: limits.eventMaxBytes,
+        denyDelete: true,
+        denyPurge: true,
+      };
+    case 'workQueue':
+    case 'commands':
+      // Acked messages leave on their own (work-queue retention); a full queue refuses new work.
+      return {
+        retention: 'workqueue',
+        discard: 'new',
+        maxAgeMs: 0,
+        maxBytes: limits.queueMaxBytes,
+        denyDelete: false,
+        denyPurge: false,
+      };
+    case 'deadLetter':
+      // Operational records: the oldest go first, by age or size, and an operator may clear them.
+      return {
+        retention: 'limits',
+        discard: 'old',
+        maxAgeMs: limits.deadLetterMaxAgeMs,
+        maxBytes: limits.deadLetterMaxBytes,
+        denyDelete: false,
+        denyPurge: false,
+      };
+  }
 }
 
 function spec(
   name: string,
   subjects: string[],
-  retention: StreamSpec['retention'],
+  kind: TallyStreamKind,
   limits: StreamLimits,
-  deny: boolean,
-): StreamSpec {
-  return { name, subjects, retention, ...limits, denyDelete: deny, denyPurge: deny };
+): StreamSpec & {
+  readonly kind: TallyStreamKind;
+} {
+  const { storage, replicas, duplicateWindowMs, maxMsgSizeBytes } = limits;
+  return { name, subjects, kind, storage, replicas, duplicateWindowMs, maxMsgSizeBytes, ...policyOf(kind, limits) };
 }
 
-/**
- * The five Tally streams. Event streams are the source of truth, so their messages can
- * be neither deleted nor purged; queues and the dead-letter stream are operational and
- * stay manageable.
- */
-export function tallyStreamSpecs(names: TallyNames, limits: TallyStreamLimits): StreamSpec[] {
+export type TallyStreamSpec = ReturnType<typeof spec>;
+
+/** The five Tally streams, each with its kind's policy. */
+export function tallyStreamSpecs(names: TallyNames, limits: StreamLimits): TallyStreamSpec[] {
+  assertLimits(limits);
   return [
-    spec(names.budgetEventsStream, [names.budgetEventsWildcard], 'limits', limitsFor(limits, 'budgetEvents'), true),
-    spec(names.workEventsStream, [names.workEventsWildcard], 'limits', limitsFor(limits, 'workEvents'), true),
-    spec(names.workQueueStream, [names.workQueueSubject], 'workqueue', limitsFor(limits, 'workQueue'), false),
-    spec(names.commandsStream, [`${names.namespace}.cmd.>`], 'workqueue', limitsFor(limits, 'commands'), false),
-    spec(names.deadLetterStream, [names.deadLetterWildcard], 'limits', limitsFor(limits, 'deadLetter'), false),
+    spec(names.budgetEventsStream, [names.budgetEventsWildcard], 'budgetEvents', limits),
+    spec(names.workEventsStream, [names.workEventsWildcard], 'workEvents', limits),
+    spec(names.workQueueStream, [names.workQueueSubject], 'workQueue', limits),
+    spec(names.commandsStream, [`${names.namespace}.cmd.>`], 'commands', limits),
+    spec(names.deadLetterStream, [names.deadLetterWildcard], 'deadLetter', limits),
   ];
 }
 
@@ -85,7 +127,7 @@ export interface ProvisionedStream {
 export async function provisionTallyStreams(
   jsm: JetStreamManager,
   names: TallyNames,
-  limits: TallyStreamLimits,
+  limits: StreamLimits,
 ): Promise<ProvisionedStream[]> {
   const specs = tallyStreamSpecs(names, limits);
   for (const s of specs) {

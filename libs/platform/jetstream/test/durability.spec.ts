@@ -21,9 +21,24 @@ describe('durability report', () => {
     expect(report.server_version).toBe(version);
     expect(report.jetstream_enabled).toBe(true);
     expect(report.streams).toEqual([
-      { name: f.names.budgetEventsStream, replicas: 1, storage: 'file' },
-      { name: f.names.workEventsStream, replicas: 1, storage: 'file' },
+      {
+        name: f.names.budgetEventsStream,
+        replicas: 1,
+        storage: 'file',
+        bytes: 0,
+        max_bytes: 64 * 1024 * 1024,
+        fullness: 0,
+      },
+      {
+        name: f.names.workEventsStream,
+        replicas: 1,
+        storage: 'file',
+        bytes: 0,
+        max_bytes: 64 * 1024 * 1024,
+        fullness: 0,
+      },
     ]);
+    expect(report.degraded).toEqual([]);
     expect(report.acks_backed_by_fsync).toBe(false);
     // Even the operator's word cannot make a pre-2.10.23 server (this 2.9) fsync before it acks.
     const declared = await readDurabilityReport(f.nc, f.jsm, streams, { assumeSyncAlways: true });
@@ -42,7 +57,8 @@ describe('durability report', () => {
   });
 
   it('acks count as fsync-backed only on >= 2.10.23 with sync_interval: always declared, and R3 file streams raise no warning', () => {
-    const base = { serverName: 'n1', jetstreamEnabled: true, streams: [{ name: 'S', replicas: 3, storage: 'file' }] };
+    const stream = { name: 'S', replicas: 3, storage: 'file', bytes: 10, maxBytes: -1 };
+    const base = { serverName: 'n1', jetstreamEnabled: true, streams: [stream] };
     const good = formatDurabilityReport({ ...base, serverVersion: '2.10.23', assumeSyncAlways: true });
     expect(good.acks_backed_by_fsync).toBe(true);
     expect(good.warnings).toEqual([]);
@@ -56,8 +72,54 @@ describe('durability report', () => {
       ...base,
       serverVersion: '2.12.0',
       assumeSyncAlways: true,
-      streams: [{ name: 'M', replicas: 1, storage: 'memory' }],
+      streams: [{ ...stream, name: 'M', replicas: 1, storage: 'memory' }],
     });
     expect(memory.warnings).toHaveLength(2);
+  });
+
+  it('issue 9 items 1 and 6: a stream past the fullness share, a replica behind or offline, or no leader makes the report degraded', () => {
+    const base = { serverName: 'n1', serverVersion: '2.10.23', jetstreamEnabled: true, assumeSyncAlways: true };
+    const healthy = {
+      name: 'E',
+      replicas: 3,
+      storage: 'file',
+      bytes: 700,
+      maxBytes: 1000,
+      cluster: {
+        leader: 'n1',
+        followers: [
+          { name: 'n2', current: true, offline: false, lag: 0 },
+          { name: 'n3', current: true, offline: false, lag: 0 },
+        ],
+      },
+    };
+    const ok = formatDurabilityReport({ ...base, streams: [healthy] });
+    expect(ok.degraded).toEqual([]);
+    expect(ok.streams[0]).toMatchObject({ fullness: 0.7, max_bytes: 1000, leader: 'n1', replicas_current: 3 });
+    const full = formatDurabilityReport({ ...base, streams: [{ ...healthy, bytes: 850 }] });
+    expect(full.degraded).toEqual([expect.stringMatching(/stream E is 85% full \(850 of 1000 bytes\)/)]);
+    const strict = formatDurabilityReport({ ...base, fullnessDegradedRatio: 0.5, streams: [healthy] });
+    expect(strict.degraded).toHaveLength(1);
+    const hurt = formatDurabilityReport({
+      ...base,
+      streams: [
+        {
+          ...healthy,
+          cluster: {
+            leader: undefined,
+            followers: [
+              { name: 'n2', current: false, offline: false, lag: 42 },
+              { name: 'n3', current: false, offline: true, lag: 0 },
+            ],
+          },
+        },
+      ],
+    });
+    expect(hurt.streams[0]).toMatchObject({ leader: null, replicas_current: 0 });
+    expect(hurt.degraded).toEqual([
+      expect.stringContaining('stream E has no leader'),
+      'stream E: replica n2 is behind (lag 42)',
+      'stream E: replica n3 is offline',
+    ]);
   });
 });

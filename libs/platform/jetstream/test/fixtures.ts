@@ -81,9 +81,11 @@ export const testStreamLimits: StreamLimits = {
   storage: 'file',
   replicas: 1,
   duplicateWindowMs: 120_000,
-  maxAgeMs: 0,
-  maxBytes: 64 * 1024 * 1024,
   maxMsgSizeBytes: 1024 * 1024,
+  eventMaxBytes: 64 * 1024 * 1024,
+  queueMaxBytes: 64 * 1024 * 1024,
+  deadLetterMaxBytes: 64 * 1024 * 1024,
+  deadLetterMaxAgeMs: 86_400_000,
 };
 
 export interface NatsFixture {

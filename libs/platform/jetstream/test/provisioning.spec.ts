@@ -32,9 +32,9 @@ describe('stream provisioning', () => {
 
   it('start-up refuses an existing stream with a different max_age, naming the setting', async () => {
     await provisionTallyStreams(f.jsm, f.names, testStreamLimits);
-    const attempt = provisionTallyStreams(f.jsm, f.names, { ...testStreamLimits, maxAgeMs: 3_600_000 });
+    const attempt = provisionTallyStreams(f.jsm, f.names, { ...testStreamLimits, deadLetterMaxAgeMs: 3_600_000 });
     await expect(attempt).rejects.toBeInstanceOf(StreamConfigConflict);
-    await expect(attempt).rejects.toThrow(/max_age is 0, expected 3600000000000/);
+    await expect(attempt).rejects.toThrow(/max_age is 86400000000000, expected 3600000000000/);
   });
 
   it('start-up refuses an existing work queue with limits retention, and creates nothing when any stream conflicts', async () => {
@@ -70,8 +70,8 @@ describe('stream provisioning', () => {
 
   it('limits that cannot work are refused before reaching the server', () => {
     expect(() =>
-      tallyStreamSpecs(f.names, { ...testStreamLimits, maxAgeMs: 60_000, duplicateWindowMs: 120_000 }),
-    ).toThrow(/duplicateWindowMs=120000 exceeds maxAgeMs=60000/);
+      tallyStreamSpecs(f.names, { ...testStreamLimits, deadLetterMaxAgeMs: 60_000, duplicateWindowMs: 120_000 }),
+    ).toThrow(/duplicateWindowMs=120000 exceeds deadLetterMaxAgeMs=60000/);
     expect(() => tallyStreamSpecs(f.names, { ...testStreamLimits, replicas: 0 })).toThrow(/replicas=0/);
   });
 });

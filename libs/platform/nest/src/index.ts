@@ -7,3 +7,4 @@ export * from './command-context.js';
 export * from './command-server.js';
 export * from './command-client.js';
 export * from './command-client-proxy.js';
+export * from './stream-full.js';

@@ -136,9 +136,11 @@ export const streamLimits: StreamLimits = {
   storage: 'file',
   replicas: 1,
   duplicateWindowMs: 120_000,
-  maxAgeMs: 0,
-  maxBytes: 256 * 1024 * 1024,
   maxMsgSizeBytes: 1024 * 1024,
+  eventMaxBytes: 256 * 1024 * 1024,
+  queueMaxBytes: 256 * 1024 * 1024,
+  deadLetterMaxBytes: 256 * 1024 * 1024,
+  deadLetterMaxAgeMs: 86_400_000,
 };
 
 export interface HarnessOptions {
@@ -180,22 +182,16 @@ export class Harness {
   }
 
   serverOptions(connection: NatsConnection): JetStreamCommandServerOptions {
-    const commandsLimits = {
-      ...streamLimits,
-      duplicateWindowMs: this.options.commandsDuplicateWindowMs ?? streamLimits.duplicateWindowMs,
-    };
-    const specs = tallyStreamSpecs(this.names, {
-      budgetEvents: streamLimits,
-      workEvents: streamLimits,
-      workQueue: streamLimits,
-      commands: commandsLimits,
-      deadLetter: streamLimits,
-    });
+    const specs = tallyStreamSpecs(this.names, streamLimits);
+    const commands = specs.find((s) => s.name === this.names.commandsStream)!;
     return {
       connection,
       names: this.names,
       service: 'work',
-      commandsStream: specs.find((s) => s.name === this.names.commandsStream)!,
+      commandsStream: {
+        ...commands,
+        duplicateWindowMs: this.options.commandsDuplicateWindowMs ?? streamLimits.duplicateWindowMs,
+      },
       deadLetterStream: specs.find((s) => s.name === this.names.deadLetterStream)!,
       replyCache: { ttlMs: 600_000, replicas: 1, maxBytes: 64 * 1024 * 1024, maxValueSizeBytes: 64 * 1024 },
       consumer: {

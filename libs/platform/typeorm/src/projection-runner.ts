@@ -4,7 +4,7 @@
 // no-op, and a crash anywhere leaves either the whole batch or none of it.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { EventRegistry } from '@tally/contracts';
-import type { StoredEvent } from '@tally/eventing';
+import { HistoryGap, type StoredEvent } from '@tally/eventing';
 import type { DataSource } from 'typeorm';
 import { advanceCheckpoint, deleteCheckpoint, readCheckpoint } from './checkpoint-store.js';
 import { CommitWatch } from './commit-watch.js';
@@ -239,6 +239,7 @@ export class ProjectionRunner {
     const o = this.options;
     let checkpoint = await this.checkpoint();
     this.noteCommitted(checkpoint);
+    await this.guard(checkpoint, () => this.assertStreamHolds(checkpoint + 1));
     const reader = await this.openReader(checkpoint + 1);
     let halt!: () => void;
     // Settles when the loop ends, so a read started ahead of a failed batch returns promptly.
@@ -280,6 +281,23 @@ export class ProjectionRunner {
       await reader.close();
     }
     return checkpoint;
+  }
+
+  /**
+   * The stream must still hold every message from `sequence` on: one whose first sequence is
+   * past it has lost events this projection never saw (deleted, purged, or dropped by a limit),
+   * and folding what is left would build read models that the ledger does not support.
+   */
+  private async assertStreamHolds(sequence: number): Promise<void> {
+    const { stream, filterSubject } = this.options.projection;
+    const jsm = await this.options.js.jetstreamManager(false);
+    const { state } = await jsm.streams.info(stream);
+    if (state.first_seq > sequence)
+      throw new HistoryGap(
+        stream,
+        filterSubject,
+        `the stream starts at sequence ${state.first_seq} but this projection needs every event from ${sequence} on`,
+      );
   }
 
   private openReader(startSequence: number): Promise<EventBatchReader> {

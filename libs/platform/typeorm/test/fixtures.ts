@@ -89,7 +89,8 @@ export interface StreamFixture {
   dispose(): Promise<void>;
 }
 
-export async function streamFixture(url: string, namespace: string): Promise<StreamFixture> {
+/** `deletable` leaves deny_delete off, so a test can take events out of the stream as a limit would. */
+export async function streamFixture(url: string, namespace: string, deletable = false): Promise<StreamFixture> {
   const nc = await connectNats({
     url,
     name: `test-${namespace}`,
@@ -101,7 +102,7 @@ export async function streamFixture(url: string, namespace: string): Promise<Str
   const jsm = await jetstreamManager(nc);
   const names = tallyNames(namespace);
   const stream = names.workEventsStream;
-  await ensureStream(jsm, testEventStreamSpec(stream, [names.workEventsWildcard], 256 * 1024 * 1024));
+  await ensureStream(jsm, testEventStreamSpec(stream, [names.workEventsWildcard], 256 * 1024 * 1024, !deletable));
   const registry = counterRegistry();
   return {
     nc,
