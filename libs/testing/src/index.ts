@@ -3,3 +3,4 @@ export * from './service-process.js';
 export * from './scripted-provider.js';
 export * from './namespace-cleanup.js';
 export * from './stream-specs.js';
+export * from './nats-auth.js';

@@ -1,7 +1,7 @@
 // Real nats-server processes for tests: either the one already listening on NATS_URL,
 // or a private one on a free port with a temp store (needed for restart tests).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,16 +36,27 @@ export async function waitForPort(port: number, timeoutMs: number): Promise<void
   throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
 }
 
+export interface PrivateNatsServerOptions {
+  /** A configuration file's text (accounts, TLS, …); port, address, JetStream and store come from flags. */
+  readonly config?: string;
+  /** Environment of the server process, for `$VAR` references in the config. */
+  readonly env?: Record<string, string>;
+}
+
 /** A nats-server this test owns: it can be stopped and started again on the same port and store. */
 export class PrivateNatsServer {
   private process: ChildProcess | undefined;
+  private output = '';
   private constructor(
     readonly port: number,
     readonly storeDir: string,
+    private readonly options: PrivateNatsServerOptions,
   ) {}
 
-  static async start(): Promise<PrivateNatsServer> {
-    const server = new PrivateNatsServer(await freePort(), mkdtempSync(join(tmpdir(), 'tally-nats-')));
+  static async start(options: PrivateNatsServerOptions = {}): Promise<PrivateNatsServer> {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-nats-'));
+    const server = new PrivateNatsServer(await freePort(), dir, options);
+    if (options.config !== undefined) writeFileSync(join(dir, 'nats-server.conf'), options.config);
     await server.restart();
     return server;
   }
@@ -54,13 +65,27 @@ export class PrivateNatsServer {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** What the server wrote to stdout and stderr (e.g. its permission violations). */
+  logs(): string {
+    return this.output;
+  }
+
   async restart(): Promise<void> {
     if (this.process) await this.stop();
     const binary = process.env['NATS_SERVER_BIN'] ?? 'nats-server';
-    this.process = spawn(binary, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], {
-      stdio: 'ignore',
+    const config = this.options.config === undefined ? [] : ['-c', join(this.storeDir, 'nats-server.conf')];
+    const store = join(this.storeDir, 'js');
+    const child = spawn(binary, [...config, '-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', store], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...this.options.env },
     });
-    await waitForPort(this.port, 10_000);
+    const keep = (chunk: Buffer) => (this.output = (this.output + chunk.toString('utf8')).slice(-200_000));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.process = child;
+    await waitForPort(this.port, 10_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; nats-server said:\n${this.output}`);
+    });
   }
 
   /** Stops the server. SIGKILL models a crash; SIGTERM a clean shutdown. */

@@ -7,6 +7,7 @@ import { validateSync } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
 import { ModelPrice, TallyConfig } from './config.schema.js';
+import { natsLoginProblems } from './nats-credentials.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -20,6 +21,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Well-known variables from http-api.md and the README's table; the value is the setting's path. */
 export const ENV_SETTINGS: Readonly<Record<string, { path: string; type: 'string' | 'int' | 'bool' }>> = {
   NATS_URL: { path: 'nats.url', type: 'string' },
+  // The nats CLI's names for the same things.
+  NATS_USER: { path: 'nats.user', type: 'string' },
+  NATS_PASSWORD: { path: 'nats.password', type: 'string' },
+  NATS_TOKEN: { path: 'nats.token', type: 'string' },
+  NATS_NKEY: { path: 'nats.nkey_seed_file', type: 'string' },
+  NATS_CREDS: { path: 'nats.creds_file', type: 'string' },
+  NATS_CA: { path: 'nats.tls.ca_file', type: 'string' },
+  NATS_CERT: { path: 'nats.tls.cert_file', type: 'string' },
+  NATS_KEY: { path: 'nats.tls.key_file', type: 'string' },
   TALLY_NAMESPACE: { path: 'nats.namespace', type: 'string' },
   DATABASE_URL: { path: 'database.url', type: 'string' },
   TALLY_SQLITE_PATH: { path: 'database.sqlite_path', type: 'string' },
@@ -55,6 +65,7 @@ export function validateConfig(raw: Record<string, unknown>, sources: Map<string
     validateSync(config, { whitelist: true, forbidNonWhitelisted: true }),
   );
   errors.push(...validatePrices(config));
+  if (errors.every((e) => !e.field.startsWith('nats'))) errors.push(...natsLoginProblems(config.nats));
   if (errors.length > 0) {
     throw new ConfigError(errors.map((e) => `${e.field}: ${e.message}${sourceOf(e.field, sources)}`));
   }

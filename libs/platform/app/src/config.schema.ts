@@ -18,8 +18,24 @@ import {
   ValidateNested,
 } from 'class-validator';
 
+export class NatsTlsConfig {
+  /** The CA that signed the servers' certificates. */
+  @IsOptional() @IsString() ca_file?: string;
+  /** A client certificate and its key, for servers that verify clients. */
+  @IsOptional() @IsString() cert_file?: string;
+  @IsOptional() @IsString() key_file?: string;
+}
+
 export class NatsConfig {
+  /** One server or a comma-separated list; `nats://user:pass@host` works (the credentials become options). */
   @Matches(/^(nats|tls):\/\/[^\s]+$/, { message: 'url must look like nats://host:port' }) url = 'nats://127.0.0.1:4222';
+  /** One way to log in: user and password, a token, an NKey seed file, or a creds (JWT) file. */
+  @IsOptional() @IsString() user?: string;
+  @IsOptional() @IsString() password?: string;
+  @IsOptional() @IsString() token?: string;
+  @IsOptional() @IsString() nkey_seed_file?: string;
+  @IsOptional() @IsString() creds_file?: string;
+  @IsOptional() @ValidateNested() @Type(() => NatsTlsConfig) tls?: NatsTlsConfig;
   @Matches(/^[A-Za-z0-9_-]{1,32}$/) namespace = 'tally';
   @IsInt() @Min(100) @Max(60_000) connect_timeout_ms = 5_000;
   @IsInt() @Min(10) @Max(60_000) reconnect_time_wait_ms = 250;

@@ -14,3 +14,4 @@ export * from './projection-thread.js';
 export * from './projection-set.js';
 export * from './replay.js';
 export * from './stream-watch.js';
+export * from './nats-credentials.js';

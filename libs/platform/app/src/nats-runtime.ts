@@ -7,6 +7,7 @@ import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
   provisionTallyStreams,
+  type NatsConnectionOptions,
   redactedServers,
   tallyStreamSpecs,
   type DurabilityReport,
@@ -15,6 +16,7 @@ import {
 import { DependencyUnavailable } from './boot.js';
 import type { TallyConfig } from './config.schema.js';
 import type { ReadinessCheck } from './health.js';
+import { natsLoginMode, natsLoginOf } from './nats-credentials.js';
 import { StreamWatch } from './stream-watch.js';
 
 export interface NatsRuntime {
@@ -50,24 +52,39 @@ export interface NatsClients {
   readonly jsm: JetStreamManager;
 }
 
-/** Connects with the configured servers and credentials, and opens JetStream; provisions nothing. */
-export async function connectTallyNats(config: TallyConfig, name: string): Promise<NatsClients> {
+/** The connection options of config: servers without credentials, and the login beside them. */
+export function natsConnectionOptionsOf(
+  config: TallyConfig,
+  name: string,
+  inboxPrefix?: string,
+): NatsConnectionOptions {
+  const { servers, login } = natsLoginOf(config.nats);
+  return {
+    servers,
+    login,
+    name,
+    ...(inboxPrefix ? { inboxPrefix } : {}),
+    connectTimeoutMs: config.nats.connect_timeout_ms,
+    maxReconnectAttempts: -1,
+    reconnectTimeWaitMs: config.nats.reconnect_time_wait_ms,
+  };
+}
+
+/**
+ * Connects with the configured servers and credentials, and opens JetStream; provisions
+ * nothing. A service passes its inbox prefix, so its least-privilege user may read its replies.
+ */
+export async function connectTallyNats(config: TallyConfig, name: string, inboxPrefix?: string): Promise<NatsClients> {
   const names = tallyNames(config.nats.namespace);
   const where = redactedServers(config.nats.url).join(', ');
   let nc: NatsConnection;
   try {
-    nc = await connectNats({
-      url: config.nats.url,
-      name,
-      connectTimeoutMs: config.nats.connect_timeout_ms,
-      maxReconnectAttempts: -1,
-      reconnectTimeWaitMs: config.nats.reconnect_time_wait_ms,
-    });
+    nc = await connectNats(natsConnectionOptionsOf(config, name, inboxPrefix));
   } catch (error) {
     throw new DependencyUnavailable(
       `NATS at ${where}`,
-      'Start a nats-server with JetStream (`nats-server -js`; Debian/Ubuntu package nats-server) or set NATS_URL.',
-      error,
+      'Start a nats-server with JetStream (`nats-server -js`; Debian/Ubuntu package nats-server) or set NATS_URL. ' +
+        `The client said: ${describeConnectError(error)} (login: ${natsLoginMode(config.nats)}).`,
     );
   }
   const js = jetstream(nc, { timeout: config.nats.publish_timeout_ms });
@@ -82,8 +99,22 @@ export async function connectTallyNats(config: TallyConfig, name: string): Promi
   return { names, nc, js, jsm };
 }
 
+/** The client's error, which names the server by host and port only, never by a URL with credentials. */
+function describeConnectError(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.replace(/[a-z]+:\/\/[^@\s/]*@/gi, (m) => m.replace(/\/\/.*@/, '//'));
+}
+
+/**
+ * A service's inboxes live under its own prefix, so its NATS user may subscribe there and
+ * nowhere else: no service can read replies meant for another (deploy/nats permissions).
+ */
+export function serviceInboxPrefix(service: string): string {
+  return `_INBOX.${service}`;
+}
+
 export async function startNatsRuntime(config: TallyConfig, service: string): Promise<NatsRuntime> {
-  const { names, nc, js, jsm } = await connectTallyNats(config, service);
+  const { names, nc, js, jsm } = await connectTallyNats(config, service, serviceInboxPrefix(service));
   const specs = tallyStreamSpecs(names, streamLimitsOf(config));
   await provisionTallyStreams(jsm, names, streamLimitsOf(config));
   const watch = new StreamWatch(
@@ -100,7 +131,11 @@ export async function startNatsRuntime(config: TallyConfig, service: string): Pr
       if (nc.isClosed()) return { ok: false, details: { error: 'connection closed' } };
       const rttMs = await nc.rtt();
       const report = await watch.report();
-      return { ok: true, degraded: report.degraded, details: { servers, rtt_ms: rttMs, durability: report } };
+      return {
+        ok: true,
+        degraded: report.degraded,
+        details: { servers, login: natsLoginMode(config.nats), rtt_ms: rttMs, durability: report },
+      };
     },
   };
   return { names, nc, js, jsm, durability, watch, readiness, close: () => nc.drain() };

@@ -7,6 +7,7 @@ import { tallyNames } from '@tally/contracts';
 import { connectNats } from '@tally/platform-jetstream';
 import { jetstream } from '@nats-io/jetstream';
 import { loadConfig } from './config.loader.js';
+import { natsConnectionOptionsOf, serviceInboxPrefix } from './nats-runtime.js';
 import { JsonLogger } from './json-logger.js';
 import { PROJECTION_HOST_LIMITS, ProjectionHost } from './projection-host.js';
 import { ProjectionLease } from './projection-lease.js';
@@ -24,13 +25,9 @@ async function main(): Promise<void> {
   const logger = new JsonLogger(data.service, config.log_level);
   const names = tallyNames(config.nats.namespace);
   const projector = await importProjector(data.projectorUrl);
-  const nc = await connectNats({
-    url: config.nats.url,
-    name: `${data.service}-projector`,
-    connectTimeoutMs: config.nats.connect_timeout_ms,
-    maxReconnectAttempts: -1,
-    reconnectTimeWaitMs: config.nats.reconnect_time_wait_ms,
-  });
+  const nc = await connectNats(
+    natsConnectionOptionsOf(config, `${data.service}-projector`, serviceInboxPrefix(data.service)),
+  );
   const js = jetstream(nc, { timeout: config.nats.publish_timeout_ms });
   const dataSource = await openServiceDatabase(config, projector.database);
   const lease = await ProjectionLease.open({

@@ -66,7 +66,8 @@ export class JetStreamCommandClient {
     private readonly options: JetStreamCommandClientOptions,
   ) {
     this.js = jetstream(nc);
-    this.inbox = createInbox();
+    // Under the connection's own inbox prefix, the only place a least-privilege user may subscribe.
+    this.inbox = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '');
   }
 
   /** Subscribes the reply inbox; call once before send(). */
