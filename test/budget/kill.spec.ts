@@ -1,7 +1,8 @@
 // Proves that a crash loses nothing: one of two authority processes is SIGKILLed in the
-// middle of an Admit storm. Every command still gets an answer (redelivered to the
-// survivor), no hold is captured twice, the tree's limits hold (B19), and with a short
-// hold TTL no reservation outlives it (B20): the survivor's expiry loop reverses them.
+// middle of an Admit storm. Every command still gets an answer (its caller re-sends the
+// same command id, which the survivor answers or finishes from the ledger), no hold is
+// captured twice, the tree's limits hold (B19), and with a short hold TTL no reservation
+// outlives it (B20): the survivor's expiry loop reverses them.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { admitPayload, AuthorityStack, eventually, type Json } from './support/authority-stack.js';
 
@@ -13,12 +14,12 @@ const HOLD_TTL_MS = 2_000;
 let stack: AuthorityStack;
 beforeAll(async () => {
   stack = await AuthorityStack.create('bkill', {
+    // A command in flight on the killed replica gets no reply: its caller re-sends after this.
+    commandTimeoutMs: 5_000,
+    commandAttemptsMax: 24,
     env: {
       TALLY__AUTHORITY__HOLD_TTL_MS: String(HOLD_TTL_MS),
       TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '250',
-      // A command in flight on the killed replica is redelivered to the survivor after this.
-      TALLY__CONSUMERS__ACK_WAIT_MS: '3000',
-      TALLY__CONSUMERS__WORKING_INTERVAL_MS: '1000',
     },
   });
   await Promise.all([stack.start(), stack.start()]);

@@ -5,7 +5,7 @@ import type { BudgetPort } from '@tally/orchestrator-application';
 import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-providers';
 import { projector } from './projector.js';
 import type { BackgroundTask, HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
-import { JetStreamCommandClient } from '@tally/platform-nest';
+import { CoreCommandClient, JetStreamCommandClient, type CommandSender } from '@tally/platform-nest';
 import { JetStreamBudgetPort } from './budget/jetstream-budget.port.js';
 import { UnmeteredBudgetPort } from './budget/unmetered-budget.port.js';
 import { startDispatchWorkers } from './dispatch/dispatch-workers.js';
@@ -17,6 +17,9 @@ import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.j
 import { startQueuedSweeper } from './work/queued-sweeper.js';
 import { WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
+
+/** Pause before re-sending an Admit or Settle that no authority replica took (one may be restarting). */
+const BUDGET_RETRY_DELAY_MS = 250;
 
 @Module({})
 class OrchestratorModule {}
@@ -72,7 +75,7 @@ async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> 
   }
   const gateway = new ProviderRegistry(config.providers, { ...DEFAULT_GATEWAY_OPTIONS, env: process.env });
   let budget: BudgetPort;
-  let client: JetStreamCommandClient | undefined;
+  let client: CommandSender | undefined;
   if (mode === 'unmetered') {
     logger.event(
       'warn',
@@ -81,12 +84,15 @@ async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> 
     );
     budget = new UnmeteredBudgetPort();
   } else {
-    client = await new JetStreamCommandClient(nats.nc, {
-      names: nats.names,
-      publishTimeoutMs: config.nats.publish_timeout_ms,
-      cacheTimeoutMs: 2_000,
-      cachePollMs: 50,
-    }).start();
+    client =
+      config.nats.budget_commands === 'jetstream'
+        ? await new JetStreamCommandClient(nats.nc, {
+            names: nats.names,
+            publishTimeoutMs: config.nats.publish_timeout_ms,
+            cacheTimeoutMs: 2_000,
+            cachePollMs: 50,
+          }).start()
+        : new CoreCommandClient(nats.nc, { names: nats.names, retryDelayMs: BUDGET_RETRY_DELAY_MS });
     budget = new JetStreamBudgetPort(client, { replyTimeoutMs: config.orchestrator.budget_timeout_ms, attemptsMax: 3 });
   }
   const workers = await startDispatchWorkers(rt, { gateway, prices: gateway, budget });

@@ -3,14 +3,19 @@
 import type { HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
 import { AuthorityModule } from './authority.module.js';
 import { expiryLoop, reconcileLoop } from './background/sweeps.js';
-import { startCommandServer } from './messaging/command-server.js';
+import { startCommandServers } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
 import { projector } from './projector.js';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
 import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
 
-/** Handlers running at once per replica, and how long a command's answer is remembered. */
-const COMMAND_LIMITS = { concurrencyMax: 256, replyCacheTtlMs: 24 * 3_600_000, drainTimeoutMs: 10_000 };
+/** Handlers running at once per replica, requests waiting for one, and how long a JetStream command's answer is cached. */
+const COMMAND_LIMITS = {
+  concurrencyMax: 256,
+  waitingMax: 4_096,
+  replyCacheTtlMs: 24 * 3_600_000,
+  drainTimeoutMs: 10_000,
+};
 const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
@@ -26,11 +31,11 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx)),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
-      const commands = await startCommandServer(ctx, authority, {
+      const commands = await startCommandServers(ctx, authority, {
         ...COMMAND_LIMITS,
         replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.queue_max_bytes),
       });
-      return [commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority)];
+      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority)];
     },
   };
 }

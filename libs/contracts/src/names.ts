@@ -17,6 +17,11 @@ export interface TallyNames {
   readonly workQueueSubject: string;
   commandSubject(service: CommandService, command: string): string;
   commandWildcard(service: CommandService): string;
+  /** Core NATS request/reply commands (ADR 0025): `<ns>.req.<service>.<command>`, answered by one replica. */
+  requestSubject(service: CommandService, command: string): string;
+  requestWildcard(service: CommandService): string;
+  /** The queue group every replica of a service joins on its request subjects. */
+  requestQueueGroup(service: CommandService): string;
   deadLetterSubject(source: string): string;
   readonly deadLetterWildcard: string;
 }
@@ -51,6 +56,9 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     workQueueSubject: `${namespace}.work.queue`,
     commandSubject: (service, command) => `${namespace}.cmd.${service}.${assertSubjectToken(command, 'command')}`,
     commandWildcard: (service) => `${namespace}.cmd.${service}.>`,
+    requestSubject: (service, command) => `${namespace}.req.${service}.${assertSubjectToken(command, 'command')}`,
+    requestWildcard: (service) => `${namespace}.req.${service}.*`,
+    requestQueueGroup: (service) => `${service}-requests`,
     deadLetterSubject: (source) => `${namespace}.dlq.${assertSubjectToken(source, 'dead-letter source')}`,
     deadLetterWildcard: `${namespace}.dlq.>`,
   };

@@ -1,6 +1,7 @@
 // Runs real budget-authority processes for the end-to-end suites and talks to them as
-// the orchestrator does: Admit and Settle as durable JetStream commands, everything else
-// over HTTP. Each stack has its own namespace (streams), its own database (an SQLite file,
+// the orchestrator does: Admit and Settle as commands (core NATS request/reply, or the
+// durable JetStream commands when the stack's env says nats.budget_commands=jetstream),
+// everything else over HTTP. Each stack has its own namespace (streams), its own database (an SQLite file,
 // or a PostgreSQL database when DATABASE_URL is set) and a shared signing key, so two
 // replicas sign alike. dispose() stops the processes and deletes what the stack created.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import { connectNats } from '@tally/platform-jetstream';
-import { JetStreamCommandClient, type CommandReply } from '@tally/platform-nest';
+import { CoreCommandClient, JetStreamCommandClient, type CommandReply, type CommandSender } from '@tally/platform-nest';
 import { deleteNamespaceStreams, ServiceProcess, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import pg from 'pg';
 
@@ -20,20 +21,29 @@ export interface StackOptions {
   /** Extra environment for every authority process (TALLY__AUTHORITY__… settings). */
   readonly env?: Record<string, string>;
   readonly faultInjection?: boolean;
+  /** How long each send of an Admit or Settle waits for its reply, and how many sends a command gets. */
+  readonly commandTimeoutMs?: number;
+  readonly commandAttemptsMax?: number;
 }
 
 export class AuthorityStack {
   readonly processes: ServiceProcess[] = [];
-  private client: JetStreamCommandClient | undefined;
+  private client: CommandSender | undefined;
   private nc: NatsConnection | undefined;
-  private connecting: Promise<JetStreamCommandClient> | undefined;
+  private connecting: Promise<CommandSender> | undefined;
   private commandSeq = 0;
 
   private constructor(
     readonly names: TallyNames,
     readonly env: Record<string, string>,
     private readonly cleanup: () => Promise<void>,
+    private readonly sendOptions: { readonly timeoutMs: number; readonly attemptsMax: number },
   ) {}
+
+  /** Whether Admit and Settle travel as durable JetStream commands (ADR 0003) rather than core requests. */
+  get durableCommands(): boolean {
+    return this.env['TALLY__NATS__BUDGET_COMMANDS'] === 'jetstream';
+  }
 
   static async create(prefix: string, options: StackOptions = {}): Promise<AuthorityStack> {
     const namespace = uniqueNamespace(prefix);
@@ -49,7 +59,10 @@ export class AuthorityStack {
       ...database.env,
       ...options.env,
     };
-    return new AuthorityStack(tallyNames(namespace), env, database.drop);
+    return new AuthorityStack(tallyNames(namespace), env, database.drop, {
+      timeoutMs: options.commandTimeoutMs ?? 30_000,
+      attemptsMax: options.commandAttemptsMax ?? 4,
+    });
   }
 
   /** Starts one more authority replica on the same streams, database and key. */
@@ -70,7 +83,7 @@ export class AuthorityStack {
   }
 
   /** One client for the stack: concurrent first callers share its connection instead of each opening (and leaking) one. */
-  commands(): Promise<JetStreamCommandClient> {
+  commands(): Promise<CommandSender> {
     this.connecting ??= (async () => {
       this.nc = await connectNats({
         url: sharedNatsUrl(),
@@ -79,12 +92,14 @@ export class AuthorityStack {
         maxReconnectAttempts: -1,
         reconnectTimeWaitMs: 100,
       });
-      this.client = await new JetStreamCommandClient(this.nc, {
-        names: this.names,
-        publishTimeoutMs: 10_000,
-        cacheTimeoutMs: 5_000,
-        cachePollMs: 50,
-      }).start();
+      this.client = this.durableCommands
+        ? await new JetStreamCommandClient(this.nc, {
+            names: this.names,
+            publishTimeoutMs: 10_000,
+            cacheTimeoutMs: 5_000,
+            cachePollMs: 50,
+          }).start()
+        : new CoreCommandClient(this.nc, { names: this.names, retryDelayMs: 100 });
       return this.client;
     })();
     return this.connecting;
@@ -94,29 +109,18 @@ export class AuthorityStack {
     return `${label}-${++this.commandSeq}-${randomBytes(4).toString('hex')}`;
   }
 
-  /** Admit over JetStream, as the orchestrator sends it. */
+  /** Admit as the orchestrator sends it. */
   async admit(payload: Json, commandId = this.nextCommandId('admit')): Promise<Json> {
-    return unwrap(
-      await (
-        await this.commands()
-      ).send<Json>('budget', 'admit', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }),
-    );
+    return unwrap(await this.send('admit', payload, commandId));
   }
 
   async settle(payload: Json, commandId = this.nextCommandId('settle')): Promise<Json> {
-    return unwrap(
-      await (
-        await this.commands()
-      ).send<Json>('budget', 'settle', commandId, payload, { timeoutMs: 30_000, attemptsMax: 4 }),
-    );
+    return unwrap(await this.send('settle', payload, commandId));
   }
 
   /** The raw command reply, for validation and idempotency tests. */
   async send(command: string, payload: unknown, commandId: string): Promise<CommandReply<Json>> {
-    return (await this.commands()).send<Json>('budget', command, commandId, payload, {
-      timeoutMs: 30_000,
-      attemptsMax: 4,
-    });
+    return (await this.commands()).send<Json>('budget', command, commandId, payload, this.sendOptions);
   }
 
   async http(

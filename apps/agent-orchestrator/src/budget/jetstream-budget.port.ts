@@ -1,8 +1,9 @@
-// The BudgetPort over durable JetStream commands to the budget authority (ADR 0003):
-// Admit before every paid dispatch, Settle after it, each with the stable command id the
-// dispatch worker derives from (work, ordinal), so a redelivered unit gets the answer the
-// first try got. A timeout throws: the outcome is unknown, the unit is not dispatched,
-// and its queue message is retried later with the same command ids (fail closed).
+// The BudgetPort over commands to the budget authority, core NATS request/reply by default
+// (ADR 0025) or the durable JetStream commands (ADR 0003): Admit before every paid dispatch,
+// Settle after it, each with the stable command id the dispatch worker derives from (work,
+// ordinal), so a redelivered unit gets the answer the first try got (the authority answers
+// a re-sent id from its ledger). A timeout throws: the outcome is unknown, the unit is not
+// dispatched, and its queue message is retried later with the same command ids (fail closed).
 import { moneyToWire, type AdmitCommandDto, type SettleCommandDto } from '@tally/contracts';
 import type {
   AdmitDecision,
@@ -11,12 +12,12 @@ import type {
   SettleRequest,
   SettleResult,
 } from '@tally/orchestrator-application';
-import type { CommandReply, JetStreamCommandClient } from '@tally/platform-nest';
+import type { CommandReply, CommandSender } from '@tally/platform-nest';
 
 export interface JetStreamBudgetOptions {
   /** How long each publish waits for the authority's reply. */
   readonly replyTimeoutMs: number;
-  /** Publishes per command (same message id, so the stream keeps one). */
+  /** Sends per command, all with the same command id. */
   readonly attemptsMax: number;
 }
 
@@ -41,7 +42,7 @@ export class JetStreamBudgetPort implements BudgetPort {
   readonly credentialRequired = true;
 
   constructor(
-    private readonly client: JetStreamCommandClient,
+    private readonly client: CommandSender,
     private readonly options: JetStreamBudgetOptions,
   ) {}
 

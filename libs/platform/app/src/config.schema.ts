@@ -42,6 +42,13 @@ export class NatsConfig {
   @IsInt() @Min(100) @Max(60_000) publish_timeout_ms = 5_000;
   /** The operator asserts the servers run with sync_interval: always (nats-server ≥ 2.10.23). */
   @IsBoolean() assume_sync_always = false;
+  /**
+   * How the orchestrator sends Admit and Settle (ADR 0025): 'core' NATS request/reply, where a
+   * re-sent command id is answered from the ledger, or 'jetstream', the durable command stream
+   * of ADR 0003. The budget-authority always serves core requests, and the stream as well
+   * while this is 'jetstream' (set it on both services to move from one to the other).
+   */
+  @IsIn(['core', 'jetstream']) budget_commands: 'core' | 'jetstream' = 'core';
 }
 
 export class StreamLimitsConfig {

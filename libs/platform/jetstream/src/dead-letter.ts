@@ -18,6 +18,11 @@ export interface DeadLetter {
   readonly originalStream?: string;
   readonly originalSequence?: number;
   readonly deliveries?: number;
+  /**
+   * For a message from no stream (a core NATS request): what makes a repeat of it the same
+   * dead letter, e.g. its command id, so a re-sent bad command lands once per duplicate window.
+   */
+  readonly dedupeKey?: string;
   readonly data: Uint8Array;
   readonly headers?: MsgHdrs;
 }
@@ -117,7 +122,9 @@ export async function publishDeadLetter(
   const msgID =
     letter.originalStream !== undefined && letter.originalSequence !== undefined
       ? `dlq:${letter.source}:${letter.originalStream}:${letter.originalSequence}`
-      : undefined;
+      : letter.dedupeKey !== undefined
+        ? `dlq:${letter.source}:${letter.dedupeKey}`
+        : undefined;
   await js.publish(names.deadLetterSubject(letter.source), JSON.stringify(deadLetterRecord(letter)), {
     headers: hdrs,
     timeout: timeoutMs,

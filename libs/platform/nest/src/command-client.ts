@@ -10,6 +10,7 @@ import {
   type Subscription,
 } from '@nats-io/nats-core';
 import { Headers, type CommandService, type TallyNames } from '@tally/contracts';
+import type { CommandSender } from './command-sender.js';
 import { ReplyCache } from './reply-cache.js';
 import { commandIdProblem, decodeReply, type CommandReply } from './wire.js';
 
@@ -54,7 +55,7 @@ export class CommandTimeout extends Error {
 
 type Waiter = (data: Uint8Array) => void;
 
-export class JetStreamCommandClient {
+export class JetStreamCommandClient implements CommandSender {
   private readonly js: JetStreamClient;
   private readonly inbox: string;
   private readonly waiters = new Map<string, Set<Waiter>>();

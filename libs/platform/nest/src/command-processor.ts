@@ -28,7 +28,7 @@ export interface CommandProcessorDeps {
   toObservable(result: unknown): Observable<unknown>;
 }
 
-type Outcome =
+export type Outcome =
   | { readonly kind: 'answered'; readonly reply: CommandReply<unknown> }
   | {
       readonly kind: 'refused';
@@ -193,7 +193,7 @@ export class CommandProcessor {
 }
 
 /** Maps what Nest's RPC exception filter emits to an outcome. */
-function classify(error: unknown): Outcome {
+export function classify(error: unknown): Outcome {
   if (isValidationRpcError(error)) {
     const errors = [...error.errors];
     return {
@@ -218,7 +218,7 @@ function classify(error: unknown): Outcome {
   return { kind: 'retry', detail: describe(error) };
 }
 
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   try {
     return JSON.stringify(error);

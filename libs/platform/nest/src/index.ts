@@ -8,3 +8,6 @@ export * from './command-server.js';
 export * from './command-client.js';
 export * from './command-client-proxy.js';
 export * from './stream-full.js';
+export * from './command-sender.js';
+export * from './core-command-server.js';
+export * from './core-command-client.js';

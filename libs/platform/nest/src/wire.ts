@@ -14,7 +14,13 @@ export type CommandError =
   /** The handler refused the command with a typed RpcException: a definite, final answer. */
   | { readonly type: 'rejected'; readonly message: string; readonly reason: string; readonly detail?: unknown }
   /** The handler kept failing; the command was dead-lettered after `deliveries` attempts. */
-  | { readonly type: 'max_deliveries_exceeded'; readonly message: string; readonly deliveries: number };
+  | { readonly type: 'max_deliveries_exceeded'; readonly message: string; readonly deliveries: number }
+  /**
+   * Core request/reply only (ADR 0025): this attempt decided nothing the caller can rely on
+   * (the replica is busy or shutting down, the handler failed, the command is unknown to
+   * it). Not a final answer: the caller re-sends with the same command id.
+   */
+  | { readonly type: 'unavailable'; readonly message: string };
 
 export type CommandReply<T> =
   { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: CommandError };

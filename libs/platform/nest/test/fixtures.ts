@@ -1,6 +1,7 @@
 // A small real Nest microservice for the command tests: one controller whose handler
-// appends an event to a real JetStream event store, served by JetStreamCommandServer
-// against the shared nats-server, with every stream in a namespace of its own.
+// appends an event to a real JetStream event store, served by JetStreamCommandServer (or
+// CoreCommandServer, ADR 0025) against the shared nats-server, with every stream in a
+// namespace of its own.
 import { Controller, Inject, Module, UsePipes, type DynamicModule, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
@@ -20,9 +21,11 @@ import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
 import {
   commandValidationPipe,
+  CoreCommandClient,
+  CoreCommandServer,
   JetStreamCommandClient,
-  JetStreamCommandContext,
   JetStreamCommandServer,
+  type CommandContext,
   type JetStreamCommandServerOptions,
 } from '../src/index.js';
 
@@ -81,7 +84,7 @@ class LedgerController {
 
   @MessagePattern('append')
   @UsePipes(commandValidationPipe())
-  async append(@Payload() command: AppendCommand, @Ctx() ctx: JetStreamCommandContext): Promise<AppendReply> {
+  async append(@Payload() command: AppendCommand, @Ctx() ctx: CommandContext): Promise<AppendReply> {
     const p = this.probe;
     const commandId = ctx.getCommandId();
     const call = p.callsOf(commandId) + 1;
@@ -113,7 +116,7 @@ class LedgerController {
   }
 
   @MessagePattern('ping')
-  ping(@Ctx() ctx: JetStreamCommandContext): { pong: string } {
+  ping(@Ctx() ctx: CommandContext): { pong: string } {
     return { pong: ctx.getCommandId() };
   }
 }
@@ -222,6 +225,36 @@ export class Harness {
     await app.listen();
     this.apps.push(app);
     return { app, nc };
+  }
+
+  /** Starts one replica serving core NATS requests in the service's queue group (ADR 0025). */
+  async startCoreServer(
+    instance: string,
+    limits: { concurrencyMax?: number; waitingMax?: number } = {},
+  ): Promise<{ app: INestMicroservice; nc: NatsConnection }> {
+    const nc = await connect(`core-${instance}-${this.names.namespace}`);
+    this.connections.push(nc);
+    const strategy = new CoreCommandServer({
+      connection: nc,
+      names: this.names,
+      service: 'work',
+      deadLetterStream: this.serverOptions(nc).deadLetterStream,
+      concurrencyMax: limits.concurrencyMax ?? 64,
+      waitingMax: limits.waitingMax ?? 1024,
+      publishTimeoutMs: 5000,
+      drainTimeoutMs: 5000,
+    });
+    const app = await NestFactory.createMicroservice(LedgerModule.register(this.probe, instance), {
+      strategy,
+      logger: ['error'],
+    });
+    await app.listen();
+    this.apps.push(app);
+    return { app, nc };
+  }
+
+  coreClient(retryDelayMs = 50): CoreCommandClient {
+    return new CoreCommandClient(this.nc, { names: this.names, retryDelayMs });
   }
 
   async client(): Promise<JetStreamCommandClient> {
