@@ -16,6 +16,7 @@ import { connectNats } from '@tally/platform-jetstream';
 import { JetStreamCommandClient } from '@tally/platform-nest';
 import { deleteNamespaceStreams, ServiceProcess } from '@tally/testing';
 import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
+import { adminHeaders, TEST_ADMIN_KEY } from '../test/support/auth.js';
 
 const SUITE = 'authority';
 const RAW_OCC_CASE = 'raw OCC pipelined 256 subjects';
@@ -42,6 +43,7 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
     TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
     TALLY__STREAMS__QUEUE_MAX_BYTES: String(512 * 1024 * 1024),
     TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
+    TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
     // The sweeps have nothing to do here; keep them out of the measurement.
     TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '3600000',
     TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',
@@ -89,7 +91,7 @@ async function issueTrees(fleet: Fleet, count: number): Promise<string[]> {
       const subject_public_key = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
       const res = await fetch(`${fleet.processes[0]!.url}/v1/capabilities`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...adminHeaders() },
         body: JSON.stringify({ subject_public_key, ttl_seconds: 86_400, grants: [grant] }),
       });
       if (res.status !== 201) throw new Error(`issue -> ${res.status} ${await res.text()}`);

@@ -19,6 +19,9 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { deleteNamespaceStreams, ScriptedProvider, ServiceProcess, uniqueNamespace } from '@tally/testing';
 import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
+import { adminHeaders, TEST_ADMIN_KEY, TokenMint, untilAccepted } from '../test/support/auth.js';
+
+const UNMETERED_PLACEHOLDER = 'minted-when-the-orchestrator-starts';
 
 const SUITE = 'orchestrator';
 const DIRECT_CASE = 'direct provider call (zero latency)';
@@ -30,7 +33,8 @@ interface Stack {
   readonly provider: ScriptedProvider;
   readonly nc: NatsConnection;
   readonly processes: ServiceProcess[];
-  readonly token: string;
+  /** Set once the first orchestrator runs when unmetered (a minted token). */
+  token: string;
   /** Resolves when the unit's WorkCompleted (or WorkFailed/WorkAborted) is on its subject. */
   ended(workId: string): Promise<number>;
   /** When the unit's work-queue message was seen, if it was. */
@@ -63,6 +67,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
     TALLY_NAMESPACE: ns,
     TALLY__STREAMS__QUEUE_MAX_BYTES: String(256 * 1024 * 1024),
     TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
+    TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
     LOG_LEVEL: 'warn',
   };
   const db = (name: string): Record<string, string> => ({
@@ -70,7 +75,8 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
     TALLY_SQLITE_PATH: join(dir, `${name}.sqlite`),
   });
   const processes: ServiceProcess[] = [];
-  let token = 'unmetered-bench';
+  let token = UNMETERED_PLACEHOLDER;
+  let mint: TokenMint | undefined;
   if (metered) {
     const authority = await ServiceProcess.start({
       service: 'budget-authority',
@@ -91,7 +97,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
     ];
     const res = await fetch(`${authority.url}/v1/capabilities`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...adminHeaders() },
       body: JSON.stringify({ subject_public_key: subject, ttl_seconds: 86_400, grants }),
     });
     if (res.status !== 201) throw new Error(`capability issue failed: ${res.status} ${await res.text()}`);
@@ -130,7 +136,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
     TALLY__CONSUMERS__ACK_PENDING_MAX: '4096',
     TALLY__CONSUMERS__FETCH_BATCH: '256',
   };
-  return {
+  const setup: Stack = {
     ns,
     provider,
     nc,
@@ -148,6 +154,12 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
         env: { ...orchestratorEnv, ...env },
       });
       processes.push(svc);
+      // Unmetered there is no authority: a test signing key in the directory seals the token.
+      if (!metered) {
+        mint ??= await TokenMint.open(ctx.natsUrl, ns);
+        if (setup.token === UNMETERED_PLACEHOLDER) setup.token = mint.seal();
+        await untilAccepted(svc.url, setup.token);
+      }
       return svc;
     },
     async dispose() {
@@ -158,6 +170,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return setup;
 }
 
 let seq = 0;

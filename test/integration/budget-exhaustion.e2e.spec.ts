@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
+import { adminHeaders } from '../support/auth.js';
 
 type Json = Record<string, unknown>;
 
@@ -31,7 +32,7 @@ afterAll(() => h.dispose(), 60_000);
 async function authority(method: string, path: string, body?: unknown): Promise<Json> {
   const res = await fetch(`${h.authority!.url}${path}`, {
     method,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...adminHeaders() },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const json = (await res.json()) as Json;

@@ -40,7 +40,7 @@ describe('agent-orchestrator HTTP and command contract', () => {
   it('an invalid submission is a 400 problem+json naming every bad field', async () => {
     const res = await fetch(`${h.url}/v1/work`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${await h.token()}` },
       body: JSON.stringify({ purpose: 'dance', route: [], messages: [{ role: 'user' }] }),
     });
     expect(res.status).toBe(400);
@@ -48,7 +48,7 @@ describe('agent-orchestrator HTTP and command contract', () => {
     const problem = (await res.json()) as { type: string; status: number; errors: { field: string }[] };
     expect(problem).toMatchObject({ type: 'validation', status: 400 });
     const fields = problem.errors.map((e) => e.field);
-    for (const field of ['purpose', 'token', 'route', 'messages.0.content']) expect(fields).toContain(field);
+    for (const field of ['purpose', 'route', 'messages.0.content']) expect(fields).toContain(field);
   });
 
   it('unknown work and sessions are 404 problem+json on every read', async () => {
@@ -127,7 +127,7 @@ describe('agent-orchestrator HTTP and command contract', () => {
   });
 
   it('the work.submit command has the same semantics: queued and completed; a repeat returns the same answer', async () => {
-    const { work_id: _omit, ...body } = workBody();
+    const { work_id: _omit, ...body } = workBody({ token: await h.token() });
     const reply = await client.send<{ work_id: string; status: string }>(
       'work',
       'submit',
@@ -139,7 +139,7 @@ describe('agent-orchestrator HTTP and command contract', () => {
     if (!reply.ok) return;
     expect(reply.value.status).toBe('queued');
     expect(await h.terminal(reply.value.work_id)).toMatchObject({ status: 'completed' });
-    const withId = workBody();
+    const withId = workBody({ token: await h.token() });
     const a = await client.send('work', 'submit', `submit-a-${Date.now()}`, withId, {
       timeoutMs: 10_000,
       attemptsMax: 3,
@@ -157,7 +157,7 @@ describe('agent-orchestrator HTTP and command contract', () => {
       'work',
       'submit',
       `bad-${Date.now()}`,
-      { ...workBody(), purpose: 'dance' },
+      { ...workBody({ token: await h.token() }), purpose: 'dance' },
       { timeoutMs: 10_000, attemptsMax: 1 },
     );
     expect(reply.ok).toBe(false);

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
+import { adminHeaders } from '../support/auth.js';
 
 const h = new OrchestratorHarness({ prefix: 'o7', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 beforeAll(async () => {
@@ -17,7 +18,7 @@ type Json = Record<string, unknown>;
 async function authority(method: string, path: string, body?: unknown): Promise<Json> {
   const res = await fetch(`${h.authority!.url}${path}`, {
     method,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...adminHeaders() },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const json = (await res.json()) as Json;

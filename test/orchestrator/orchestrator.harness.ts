@@ -13,6 +13,7 @@ import {
   sharedNatsUrl,
   uniqueNamespace,
 } from '@tally/testing';
+import { adminHeaders, TEST_ADMIN_KEY, TokenMint, untilAccepted } from '../support/auth.js';
 
 export const PRICE = { input_per_mtok_units: 1_000_000, output_per_mtok_units: 2_000_000, currency: 'USD' };
 export const MODELS = [
@@ -82,6 +83,7 @@ export class OrchestratorHarness {
   readonly databases: TestDatabase[] = [];
   authority: ServiceProcess | undefined;
   private database: TestDatabase | undefined;
+  private minted: Promise<string> | undefined;
 
   constructor(private readonly options: OrchestratorHarnessOptions) {
     this.namespace = uniqueNamespace(options.prefix);
@@ -113,6 +115,7 @@ export class OrchestratorHarness {
         TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
         TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
         TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
+        TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
         ...db.env,
         ...env,
       },
@@ -177,6 +180,7 @@ export class OrchestratorHarness {
       // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
       TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
       TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
       TALLY__ORCHESTRATOR__BUDGET_MODE: 'unmetered',
       TALLY__ORCHESTRATOR__RETRY_BASE_BACKOFF_MS: '1',
       TALLY__ORCHESTRATOR__RETRY_MAX_BACKOFF_MS: '50',
@@ -191,10 +195,36 @@ export class OrchestratorHarness {
     return alive.url;
   }
 
+  /**
+   * A capability token of the default tenant for suites without an authority: sealed by a
+   * signing key this harness registers in the namespace's directory (see test/support/auth.ts).
+   */
+  async token(): Promise<string> {
+    this.minted ??= (async () => {
+      const mint = await TokenMint.open(sharedNatsUrl(), this.namespace);
+      const token = mint.seal();
+      for (const p of this.processes.filter((x) => x.exited === null)) await untilAccepted(p.url, token);
+      return token;
+    })();
+    return this.minted;
+  }
+
+  /**
+   * POSTs as an agent would: a body without `token` goes with the harness's capability token
+   * as bearer; a body with one (a real capability) is its own credential; other calls use the
+   * admin key.
+   */
   async post(path: string, body: unknown, url = this.url): Promise<{ status: number; body: Record<string, unknown> }> {
+    const hasToken = typeof body === 'object' && body !== null && 'token' in body;
+    const auth =
+      path.startsWith('/v1/work') && !path.includes('/abort')
+        ? hasToken
+          ? {}
+          : { authorization: `Bearer ${await this.token()}` }
+        : adminHeaders();
     const res = await fetch(`${url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify(body),
     });
     return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> };
@@ -204,7 +234,7 @@ export class OrchestratorHarness {
     path: string,
     url = this.url,
   ): Promise<{ status: number; body: Record<string, unknown>; contentType: string | null }> {
-    const res = await fetch(`${url}${path}`);
+    const res = await fetch(`${url}${path}`, { headers: adminHeaders() });
     return {
       status: res.status,
       body: (await res.json().catch(() => ({}))) as Record<string, unknown>,
@@ -274,7 +304,6 @@ export function workBody(overrides: Record<string, unknown> = {}): Record<string
     work_id: id,
     session_id: `s-${id}`,
     purpose: 'execute',
-    token: 'capability-token',
     route: [{ provider: 'scripted', model: 'ok-model' }],
     messages: [{ role: 'user', content: 'hello' }],
     limits: { max_tokens: 64, timeout_ms: 10_000 },

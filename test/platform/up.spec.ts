@@ -3,7 +3,7 @@
 // stops everything it started and nothing else.
 import { describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,15 @@ describe('tally up', () => {
     expect(up.output()).toContain(`http://127.0.0.1:${orchestratorPort}`);
     expect((await fetch(`http://127.0.0.1:${authorityPort}/readyz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${orchestratorPort}/readyz`)).status).toBe(200);
+    // No TALLY_ADMIN_KEY: a local admin key was made under the data dir, 0600, and is never printed.
+    const keyFile = join(dir, 'admin-key');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const adminKey = readFileSync(keyFile, 'utf8').trim();
+    expect(up.output()).toContain('admin key');
+    expect(up.output()).not.toContain(adminKey);
+    const tenants = `http://127.0.0.1:${authorityPort}/v1/tenants`;
+    expect((await fetch(tenants)).status).toBe(401);
+    expect((await fetch(tenants, { headers: { authorization: `Bearer ${adminKey}` } })).status).toBe(200);
 
     up.child.kill('SIGINT');
     expect(await up.exited).toBe(0);

@@ -17,6 +17,8 @@ import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.j
 import { startQueuedSweeper } from './work/queued-sweeper.js';
 import { WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
+import { CAPABILITY_TOKENS } from './http/work-scope.js';
+import { startDirectory, type DirectoryRuntime } from '@tally/directory-service';
 
 /** Pause before re-sending an Admit or Settle that no authority replica took (one may be restarting). */
 const BUDGET_RETRY_DELAY_MS = 250;
@@ -27,11 +29,16 @@ class OrchestratorModule {}
 export async function orchestratorService(config: TallyConfig): Promise<ServiceDefinition> {
   let runtime: OrchestratorRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildRuntime(ctx));
+  let directory: DirectoryRuntime | undefined;
   return {
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: orchestratorOpenApi,
+    access: async (ctx) => {
+      directory = await startOrchestratorDirectory(ctx);
+      return directory.authenticator();
+    },
     module: (ctx): DynamicModule => {
       const rt = runtimeOf(ctx);
       return {
@@ -40,6 +47,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
         providers: [
           { provide: WorkSubmission, useValue: new WorkSubmission(rt) },
           { provide: WorkReads, useValue: new WorkReads(rt) },
+          { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],
       };
     },
@@ -54,9 +62,27 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
         batchMax: o.queued_sweep_batch_max,
         publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
       });
-      return [await startSubmissionServer(rt), sweeper, ...workers];
+      const stopDirectory = { name: 'directory', stop: async () => directory?.stop() };
+      return [await startSubmissionServer(rt, directory!.capabilityTokens), sweeper, ...workers, stopDirectory];
     },
   };
+}
+
+/** The orchestrator reads the directory (keys, tenants, signing keys) and never writes it. */
+function startOrchestratorDirectory(ctx: HostContext): Promise<DirectoryRuntime> {
+  return startDirectory({
+    js: ctx.nats.js,
+    jsm: ctx.nats.jsm,
+    names: ctx.nats.names,
+    publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
+    adminKey: ctx.config.auth.admin_key,
+    oidc: undefined,
+    staleAfterMs: ctx.config.auth.directory_stale_after_ms,
+    freshnessCheckMs: ctx.config.auth.directory_freshness_check_ms,
+    keysPerTenantMax: ctx.config.auth.keys_per_tenant_max,
+    nowMs: () => Date.now(),
+    onError: (error) => ctx.logger.error(error),
+  });
 }
 
 async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> {

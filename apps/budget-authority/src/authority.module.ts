@@ -9,17 +9,37 @@ import { CapabilitiesController } from './http/capabilities.controller.js';
 import { FaultsController } from './http/faults.controller.js';
 import { Freshness } from './http/freshness.js';
 import { ReceiptsController } from './http/receipts.controller.js';
+import { PUBLISHED_KEYS } from './http/admissions.controller.js';
+import { CAPABILITY_TOKENS, CapabilityAccess } from './http/capability-access.js';
+import { KeysController } from './http/keys.controller.js';
+import { DIRECTORY_COMMANDS, DIRECTORY_VIEW, TenantsController } from './http/tenants.controller.js';
+import type { DirectoryRuntime } from '@tally/directory-service';
 import { FAULT_TARGETS } from './runtime/fault-targets.js';
 import type { AuthorityRuntime } from './runtime/authority-runtime.js';
 
 /** How long a projection-backed read waits for the projection to reach the tree's last event. */
 export const READ_WAIT_MS = 5_000;
 
+/** Every controller the authority may mount (the faults controller only with fault injection on). */
+export const AUTHORITY_CONTROLLERS: readonly Type[] = [
+  CapabilitiesController,
+  AdmissionsController,
+  ReceiptsController,
+  KeysController,
+  TenantsController,
+];
+export const AUTHORITY_OPTIONAL_CONTROLLERS: readonly Type[] = [FaultsController];
+
 @Module({})
 export class AuthorityModule {
-  static register(ctx: HostContext, runtime: AuthorityRuntime): DynamicModule {
-    const controllers: Type[] = [CapabilitiesController, AdmissionsController, ReceiptsController];
+  static register(ctx: HostContext, runtime: AuthorityRuntime, directory: DirectoryRuntime): DynamicModule {
+    const controllers: Type[] = [...AUTHORITY_CONTROLLERS];
     const providers = [
+      { provide: PUBLISHED_KEYS, useValue: directory.keys },
+      { provide: CAPABILITY_TOKENS, useValue: directory.capabilityTokens },
+      { provide: DIRECTORY_COMMANDS, useValue: directory.commands },
+      { provide: DIRECTORY_VIEW, useValue: directory.view },
+      CapabilityAccess,
       { provide: AUTHORITY_PORT, useValue: runtime.authority },
       { provide: BudgetQueries, useValue: new BudgetQueries(ctx.dataSource) },
       { provide: Freshness, useValue: new Freshness(ctx, { readWaitMs: READ_WAIT_MS }) },

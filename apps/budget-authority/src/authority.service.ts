@@ -1,6 +1,8 @@
 // The budget-authority's composition: which projections, HTTP controllers, command
 // handlers and background loops it runs on the shared service host.
 import type { HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
+import { startDirectoryOf } from './runtime/directory.js';
+import type { DirectoryRuntime } from '@tally/directory-service';
 import { AuthorityModule } from './authority.module.js';
 import { expiryLoop, reconcileLoop } from './background/sweeps.js';
 import { startCommandServers } from './messaging/command-server.js';
@@ -23,19 +25,29 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
   const signer = authoritySigner(config);
   let runtime: AuthorityRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
+  let directory: DirectoryRuntime | undefined;
+  const directoryOf = () => {
+    if (!directory) throw new Error('the directory starts in access(), before the HTTP module');
+    return directory;
+  };
   return {
     service: 'budget-authority',
     httpPort: config.authority.http_port,
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
-    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx)),
+    access: async (ctx) => {
+      directory = await startDirectoryOf(ctx, signer);
+      return directory.authenticator();
+    },
+    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf()),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
       const commands = await startCommandServers(ctx, authority, {
         ...COMMAND_LIMITS,
         replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.queue_max_bytes),
       });
-      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority)];
+      const stopDirectory = { name: 'directory', stop: () => directoryOf().stop() };
+      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority), stopDirectory];
     },
   };
 }

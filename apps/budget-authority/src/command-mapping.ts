@@ -25,8 +25,12 @@ export function parametersHash(parameters: Record<string, unknown> | undefined):
     .digest('hex');
 }
 
-export function toAdmitCommand(dto: AdmitCommandDto, commandId: string): Mapped<AdmitCommand> {
+export function toAdmitCommand(dto: AdmitCommandDto, commandId: string, bearer?: string): Mapped<AdmitCommand> {
   const errors: FieldError[] = [];
+  const token = dto.token ?? bearer;
+  if (token === undefined) errors.push({ field: 'token', message: 'token is required' });
+  if (dto.token !== undefined && bearer !== undefined && dto.token !== bearer)
+    errors.push({ field: 'token', message: 'token differs from the capability token the request is authorized with' });
   let context: AdmitContext = { kind: 'standalone' };
   if (dto.context?.kind === 'session') {
     if (dto.context.session_id === undefined)
@@ -46,7 +50,7 @@ export function toAdmitCommand(dto: AdmitCommandDto, commandId: string): Mapped<
     command: {
       command_id: commandId,
       request_id: dto.request_id,
-      token: dto.token,
+      token: token!,
       server_id: dto.server_id,
       tool_name: dto.tool_name,
       parameters_hash: dto.parameters_hash ?? hash,

@@ -5,6 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
+import { localAdminKey } from './local-admin-key.js';
 
 const INSTALL_NATS =
   'nats-server is not on PATH and nothing answers at NATS_URL. Install it and run again:\n' +
@@ -21,6 +22,8 @@ export interface UpOptions {
 export async function up(options: UpOptions): Promise<number> {
   const env = { ...options.env };
   env['NATS_URL'] ??= 'nats://127.0.0.1:4222';
+  const admin = localAdminKey(options.root, env);
+  env['TALLY_ADMIN_KEY'] = admin.key;
   const started: { name: string; child: ChildProcess }[] = [];
   const stopAll = () => stopChildren(started);
   process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
@@ -90,8 +93,14 @@ export async function up(options: UpOptions): Promise<number> {
     (s) =>
       `  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`,
   );
+  const adminLine =
+    admin.file === undefined
+      ? '  admin key            TALLY_ADMIN_KEY (send it as Authorization: Bearer <key>)'
+      : `  admin key            in ${admin.file} (mode 0600; send it as Authorization: Bearer <key>)`;
   process.stdout.write(
-    ['', 'Tally is up.', ...lines, 'Press Ctrl-C to stop everything this command started.', '', ''].join('\n'),
+    ['', 'Tally is up.', ...lines, adminLine, 'Press Ctrl-C to stop everything this command started.', '', ''].join(
+      '\n',
+    ),
   );
   await new Promise(() => undefined);
   return 0;

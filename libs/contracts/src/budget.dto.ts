@@ -48,7 +48,8 @@ export class AdmitContextDto {
 
 export class AdmitCommandDto {
   @IsString() @Length(1, 256) request_id!: string;
-  @IsString() @Length(1, 16_384) token!: string;
+  /** Required over NATS; over HTTP the capability token may come as a bearer instead. */
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
   @IsString() @Length(1, 128) server_id!: string;
   @IsString() @Length(1, 128) tool_name!: string;
   @IsOptional() @IsObject() parameters?: Record<string, unknown>;
@@ -70,9 +71,18 @@ export class SettleOutcomeDto {
   @IsOptional() @IsString() @Length(0, 1_024) reason?: string;
 }
 
+/** The signed admission proof an Admit answered with; it is bound to its hold id. */
+export class AdmissionProofDto {
+  @IsObject() claims!: Record<string, unknown>;
+  @IsString() @Length(1, 64) key_id!: string;
+  @IsString() @Length(1, 256) signature!: string;
+}
+
 export class SettleCommandDto {
   @IsString() @Length(1, 1_024) hold_id!: string;
   @ValidateNested() @Type(() => SettleOutcomeDto) outcome!: SettleOutcomeDto;
+  /** Proof that the caller was admitted on this hold (http-api.md, Credentials). */
+  @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
 }
 
 export class GrantDto {
@@ -92,5 +102,12 @@ export class IssueCapabilityDto {
   @IsInt() @Min(1) @Max(31_536_000) ttl_seconds!: number;
   @ArrayMinSize(1) @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => GrantDto) grants!: GrantDto[];
   @IsOptional() @IsString() @Length(1, 256) parent_id?: string;
+  /** Delegation by possession: the parent capability's token (http-api.md, Credentials). */
+  @IsOptional() @IsString() @Length(1, 16_384) parent_token?: string;
   @IsOptional() @IsMoney() budget_share_units?: WireMoney;
+}
+
+/** POST /v1/capabilities/{id}/revoke: an issuer needs no body; otherwise the token of the capability or an ancestor. */
+export class RevokeCapabilityDto {
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }

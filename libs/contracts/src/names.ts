@@ -10,6 +10,11 @@ export interface TallyNames {
   readonly commandsStream: string;
   readonly deadLetterStream: string;
   readonly commandRepliesBucket: string;
+  /** Tenants, operator keys and signing keys: written by the authority, read by both services. */
+  readonly directoryEventsStream: string;
+  readonly directoryEventsWildcard: string;
+  directoryTenantSubject(tenantId: string): string;
+  readonly directorySigningKeysSubject: string;
   budgetEventSubject(rootCapabilityId: string): string;
   workEventSubject(workId: string): string;
   readonly budgetEventsWildcard: string;
@@ -49,6 +54,10 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     commandsStream: `${upper}_COMMANDS`,
     deadLetterStream: `${upper}_DLQ`,
     commandRepliesBucket: `${upper}_COMMAND_REPLIES`,
+    directoryEventsStream: `${upper}_DIRECTORY_EVENTS`,
+    directoryEventsWildcard: `${namespace}.directory.evt.>`,
+    directoryTenantSubject: (id) => `${namespace}.directory.evt.tenant.${assertSubjectToken(id, 'tenantId')}`,
+    directorySigningKeysSubject: `${namespace}.directory.evt.signing-keys`,
     budgetEventSubject: (id) => `${namespace}.budget.evt.${assertSubjectToken(id, 'rootCapabilityId')}`,
     workEventSubject: (id) => `${namespace}.work.evt.${assertSubjectToken(id, 'workId')}`,
     budgetEventsWildcard: `${namespace}.budget.evt.>`,

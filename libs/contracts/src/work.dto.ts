@@ -47,7 +47,8 @@ export class SubmitWorkDto {
   @Matches(ID_PATTERN, { message: 'session_id must be 1-64 characters of A-Z a-z 0-9 _ -' })
   session_id?: string;
   @IsIn(PURPOSES as unknown as string[]) purpose!: Purpose;
-  @IsString() @Length(1, 16_384) token!: string;
+  /** Required on the submission subject; over HTTP the capability token may come as a bearer instead. */
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
   @ArrayMinSize(1) @ArrayMaxSize(8) @ValidateNested({ each: true }) @Type(() => RouteLegDto) route!: RouteLegDto[];
   @ArrayMinSize(1) @ArrayMaxSize(1_000) @ValidateNested({ each: true }) @Type(() => MessageDto) messages!: MessageDto[];
   @IsOptional() @ValidateNested() @Type(() => WorkLimitsDto) limits?: WorkLimitsDto;

@@ -14,6 +14,7 @@ import { connectNats } from '@tally/platform-jetstream';
 import { CoreCommandClient, JetStreamCommandClient, type CommandReply, type CommandSender } from '@tally/platform-nest';
 import { deleteNamespaceStreams, ServiceProcess, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import pg from 'pg';
+import { adminHeaders, TEST_ADMIN_KEY } from '../../support/auth.js';
 
 export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -56,6 +57,7 @@ export class AuthorityStack {
       TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
       TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
       TALLY_FAULT_INJECTION: options.faultInjection === false ? 'false' : 'true',
+      TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
       ...database.env,
       ...options.env,
     };
@@ -123,15 +125,23 @@ export class AuthorityStack {
     return (await this.commands()).send<Json>('budget', command, commandId, payload, this.sendOptions);
   }
 
+  /**
+   * As the platform team's admin, unless the body carries a capability `token` (then the call
+   * is an agent's, the token its credential) or `headers` has its own `authorization` (an
+   * empty one sends none).
+   */
   async http(
     method: string,
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
   ): Promise<{ status: number; body: Json; headers: Headers }> {
+    const asAgent = typeof body === 'object' && body !== null && typeof (body as Json)['token'] === 'string';
+    const auth = 'authorization' in headers || asAgent ? {} : adminHeaders();
+    const sent = Object.fromEntries(Object.entries({ ...auth, ...headers }).filter(([, v]) => v !== ''));
     const res = await fetch(`${this.url}${path}`, {
       method,
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      headers: body === undefined ? sent : { 'content-type': 'application/json', ...sent },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(60_000),
     });
@@ -175,7 +185,7 @@ export class AuthorityStack {
     for (const p of this.processes.filter((x) => x.exited === null)) {
       const res = await fetch(`${p.url}/v1/test/faults`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...adminHeaders() },
         body: JSON.stringify(body),
       });
       if (res.status !== 200) throw new Error(`faults -> ${res.status} ${await res.text()}`);

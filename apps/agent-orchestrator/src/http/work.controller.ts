@@ -1,10 +1,24 @@
-// The public work API (http-api.md): submit, read status and receipt, abort.
+// The public work API (http-api.md): submit, read status and receipt, abort. Each route
+// declares who may call it; reads and aborts are scoped to the caller in the query itself.
 import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { SubmitWorkDto } from '@tally/contracts';
+import { Access, Caller, type Principal } from '@tally/platform-auth';
 import { randomUUID } from 'node:crypto';
 import { WorkReads, type WorkStatusBody } from '../work/work-reads.js';
-import { WorkSubmission } from '../work/work-submission.js';
+import { WorkSubmission, type WorkOwner } from '../work/work-submission.js';
 import { notFound, problemOf } from './rejections.js';
+import { workScopeOf } from './work-scope.js';
+import { ProblemException } from '@tally/platform-app';
+
+/** The token the unit runs with: the credential; a body token, when also sent, must be the same one. */
+export function ownerOf(caller: Principal, bodyToken: string | undefined): WorkOwner {
+  if (caller.kind !== 'capability') throw new Error('the access guard admits only capability tokens here');
+  if (bodyToken !== undefined && bodyToken !== caller.token)
+    throw new ProblemException(400, 'validation', 'The request is invalid', [
+      { field: 'token', message: 'token differs from the capability token the request is authorized with' },
+    ]);
+  return { token: caller.token, tenant_id: caller.tenant_id };
+}
 
 @Controller('v1/work')
 export class WorkController {
@@ -15,31 +29,40 @@ export class WorkController {
 
   @Post()
   @HttpCode(202)
-  async submit(@Body() body: SubmitWorkDto): Promise<{ work_id: string; status: 'queued' }> {
+  @Access('capability')
+  async submit(
+    @Body() body: SubmitWorkDto,
+    @Caller() caller: Principal,
+  ): Promise<{ work_id: string; status: 'queued' }> {
     const workId = body.work_id ?? randomUUID();
-    const outcome = await this.submission.submit(body, workId);
+    const outcome = await this.submission.submit(body, workId, ownerOf(caller, body.token));
     if (!outcome.ok) throw problemOf(outcome.rejection, workId);
     return { work_id: outcome.work_id, status: outcome.status };
   }
 
   @Get(':id')
-  async status(@Param('id') id: string): Promise<WorkStatusBody> {
-    const status = await this.reads.status(id);
+  @Access('reader', 'capability')
+  async status(@Param('id') id: string, @Caller() caller: Principal): Promise<WorkStatusBody> {
+    const status = await this.reads.status(id, workScopeOf(caller));
     if (!status) throw notFound('work', id);
     return status;
   }
 
   @Get(':id/receipt')
-  async receipt(@Param('id') id: string): Promise<Record<string, unknown>> {
-    const receipt = await this.reads.receipt(id);
+  @Access('reader', 'capability')
+  async receipt(@Param('id') id: string, @Caller() caller: Principal): Promise<Record<string, unknown>> {
+    const receipt = await this.reads.receipt(id, workScopeOf(caller));
     if (!receipt) throw notFound('work', id);
     return receipt;
   }
 
+  /** The token the unit was submitted with, or an issuer of its tenant. */
   @Post(':id/abort')
   @HttpCode(202)
-  async abort(@Param('id') id: string): Promise<{ work_id: string; abort: 'requested' }> {
+  @Access('issuer', 'capability')
+  async abort(@Param('id') id: string, @Caller() caller: Principal): Promise<{ work_id: string; abort: 'requested' }> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound('work', id);
+    if (!(await this.reads.status(id, workScopeOf(caller)))) throw notFound('work', id);
     const outcome = await this.submission.abort(id);
     if (!outcome.ok) throw problemOf(outcome.rejection, id);
     return { work_id: id, abort: 'requested' };

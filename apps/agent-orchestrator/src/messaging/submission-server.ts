@@ -10,6 +10,8 @@ import { JetStreamCommandServer, type JetStreamCommandServerOptions } from '@tal
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 import { WorkSubmission } from '../work/work-submission.js';
 import { WorkCommandsController } from './work-commands.controller.js';
+import type { CapabilityTokenVerifier } from '@tally/directory-service';
+import { CAPABILITY_TOKENS } from '../http/work-scope.js';
 
 const CONCURRENCY_MAX = 64;
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -30,11 +32,14 @@ export function replyCacheLimitsOf(config: TallyConfig): ReplyBucketLimits {
 
 @Module({})
 class WorkCommandsModule {
-  static register(submission: WorkSubmission): DynamicModule {
+  static register(submission: WorkSubmission, tokens: CapabilityTokenVerifier): DynamicModule {
     return {
       module: WorkCommandsModule,
       controllers: [WorkCommandsController],
-      providers: [{ provide: WorkSubmission, useValue: submission }],
+      providers: [
+        { provide: WorkSubmission, useValue: submission },
+        { provide: CAPABILITY_TOKENS, useValue: tokens },
+      ],
     };
   }
 }
@@ -66,9 +71,12 @@ export function submissionServerOptions(rt: OrchestratorRuntime): JetStreamComma
   };
 }
 
-export async function startSubmissionServer(rt: OrchestratorRuntime): Promise<BackgroundTask> {
+export async function startSubmissionServer(
+  rt: OrchestratorRuntime,
+  tokens: CapabilityTokenVerifier,
+): Promise<BackgroundTask> {
   const app: INestMicroservice = await NestFactory.createMicroservice(
-    WorkCommandsModule.register(new WorkSubmission(rt)),
+    WorkCommandsModule.register(new WorkSubmission(rt), tokens),
     {
       strategy: new JetStreamCommandServer(submissionServerOptions(rt)),
       logger: rt.ctx.logger,

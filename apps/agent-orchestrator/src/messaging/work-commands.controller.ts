@@ -7,7 +7,10 @@ import { SubmitWorkDto } from '@tally/contracts';
 import { commandValidationPipe, refuseWhenFull, type JetStreamCommandContext } from '@tally/platform-nest';
 import { createHash } from 'node:crypto';
 import { fieldErrorsOf } from '../http/rejections.js';
-import { WorkSubmission } from '../work/work-submission.js';
+import type { CapabilityTokenVerifier } from '@tally/directory-service';
+import { isRefusal } from '@tally/platform-auth';
+import { CAPABILITY_TOKENS } from '../http/work-scope.js';
+import { WorkSubmission, type WorkOwner } from '../work/work-submission.js';
 
 export function workIdFromCommandId(commandId: string): string {
   return `cmd-${createHash('sha256').update(commandId).digest('base64url').slice(0, 40)}`;
@@ -15,7 +18,19 @@ export function workIdFromCommandId(commandId: string): string {
 
 @Controller()
 export class WorkCommandsController {
-  constructor(@Inject(WorkSubmission) private readonly submission: WorkSubmission) {}
+  constructor(
+    @Inject(WorkSubmission) private readonly submission: WorkSubmission,
+    @Inject(CAPABILITY_TOKENS) private readonly tokens: CapabilityTokenVerifier,
+  ) {}
+
+  /** The body's token, verified like a bearer: its tenant owns the unit; a bad one is refused. */
+  private async ownerOf(token: string | undefined): Promise<WorkOwner | undefined> {
+    if (token === undefined) return undefined;
+    const principal = await this.tokens.verify(token);
+    if (isRefusal(principal))
+      throw new RpcException({ type: 'rejected', reason: 'unauthorized', message: principal.message });
+    return { token, tenant_id: principal.tenant_id };
+  }
 
   @MessagePattern('submit')
   @UsePipes(commandValidationPipe())
@@ -24,7 +39,8 @@ export class WorkCommandsController {
     @Ctx() ctx: JetStreamCommandContext,
   ): Promise<{ work_id: string; status: 'queued' }> {
     const workId = body.work_id ?? workIdFromCommandId(ctx.getCommandId());
-    const outcome = await refuseWhenFull(() => this.submission.submit(body, workId));
+    const owner = await this.ownerOf(body.token);
+    const outcome = await refuseWhenFull(() => this.submission.submit(body, workId, owner));
     if (outcome.ok) return { work_id: outcome.work_id, status: outcome.status };
     const { rejection } = outcome;
     if (rejection.code === 'invalid_work')

@@ -1,7 +1,13 @@
 // Reads for the API, from the projections only. A GET right after a 202 sees the unit
 // because submit and abort answer only once the projection has committed their own
 // sequence (read-your-writes, WorkSubmission), so no read falls back to the event stream.
-import type { ProjectedEntry, ProjectedMessage, ProjectionWarning, WireReceipt } from '@tally/orchestrator-projections';
+import type {
+  ProjectedEntry,
+  ProjectedMessage,
+  ProjectionWarning,
+  WireReceipt,
+  WorkScope,
+} from '@tally/orchestrator-projections';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export interface WorkStatusBody {
@@ -18,8 +24,8 @@ export const SESSION_ENTRIES_MAX = 10_000;
 export class WorkReads {
   constructor(private readonly rt: OrchestratorRuntime) {}
 
-  async status(workId: string): Promise<WorkStatusBody | undefined> {
-    const row = await this.rt.reads.unit(workId);
+  async status(workId: string, scope: WorkScope): Promise<WorkStatusBody | undefined> {
+    const row = await this.rt.reads.unit(workId, scope);
     if (!row) return undefined;
     return {
       work_id: row.work_id,
@@ -30,24 +36,25 @@ export class WorkReads {
     };
   }
 
-  async receipt(workId: string): Promise<WireReceipt | undefined> {
-    const row = await this.rt.reads.unit(workId);
+  async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
+    const row = await this.rt.reads.unit(workId, scope);
     return row?.receipt ? (row.receipt as WireReceipt) : undefined;
   }
 
   async sessionLog(
     sessionId: string,
+    scope: WorkScope,
   ): Promise<{ entries: ProjectedEntry[]; warnings: ProjectionWarning[] } | undefined> {
-    if (!(await this.rt.reads.sessionExists(sessionId))) return undefined;
+    if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
     const [entries, warnings] = await Promise.all([
-      this.rt.reads.sessionLog(sessionId, SESSION_ENTRIES_MAX),
-      this.rt.reads.sessionWarnings(sessionId),
+      this.rt.reads.sessionLog(sessionId, SESSION_ENTRIES_MAX, scope),
+      this.rt.reads.sessionWarnings(sessionId, scope),
     ]);
     return { entries, warnings };
   }
 
-  async sessionMessages(sessionId: string): Promise<ProjectedMessage[] | undefined> {
-    if (!(await this.rt.reads.sessionExists(sessionId))) return undefined;
-    return this.rt.reads.sessionMessages(sessionId, SESSION_ENTRIES_MAX);
+  async sessionMessages(sessionId: string, scope: WorkScope): Promise<ProjectedMessage[] | undefined> {
+    if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
+    return this.rt.reads.sessionMessages(sessionId, SESSION_ENTRIES_MAX, scope);
   }
 }

@@ -18,6 +18,17 @@ export type AbortOutcome = { readonly ok: true } | { readonly ok: false; readonl
 
 export const ABORT_REASON = 'aborted by request';
 
+/** Who submits: the capability token the unit runs with, and the tenant it belongs to. */
+export interface WorkOwner {
+  readonly token: string;
+  readonly tenant_id: string;
+}
+
+/** The owner of a submission on the NATS subject, which carries the token in its body. */
+export function ownerFromBody(dto: SubmitWorkDto): WorkOwner | undefined {
+  return dto.token === undefined ? undefined : { token: dto.token, tenant_id: 'default' };
+}
+
 /** Limits the submitter left out come from config, so operators set the defaults in one place. */
 export function limitsFor(config: TallyConfig, submitted: SubmitWorkDto['limits']): WorkLimitsInput {
   const o = config.orchestrator;
@@ -37,18 +48,20 @@ export function limitsFor(config: TallyConfig, submitted: SubmitWorkDto['limits'
 export class WorkSubmission {
   constructor(private readonly rt: OrchestratorRuntime) {}
 
-  async submit(dto: SubmitWorkDto, workId: string): Promise<SubmitOutcome> {
+  async submit(dto: SubmitWorkDto, workId: string, owner: WorkOwner | undefined): Promise<SubmitOutcome> {
+    if (owner === undefined) return { ok: false, rejection: { code: 'invalid_work', message: 'token is required' } };
     const result = await this.rt.units.submit({
       work_id: workId,
       session_id: dto.session_id ?? workId,
       purpose: dto.purpose,
-      token: dto.token,
+      token: owner.token,
+      tenant_id: owner.tenant_id,
       route: dto.route.map((l) => ({ provider: l.provider, model: l.model })),
       messages: dto.messages.map((m) => ({ role: m.role, content: m.content })),
       limits: limitsFor(this.rt.ctx.config, dto.limits),
     });
     if (!result.ok) return result;
-    await this.enqueue(workId, dto.token);
+    await this.enqueue(workId, owner.token);
     await this.projected(workId, result.sequence);
     return { ok: true, work_id: workId, status: 'queued' };
   }

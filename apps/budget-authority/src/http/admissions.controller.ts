@@ -2,12 +2,16 @@
 // commands. Each call is a new command unless the caller sends an Idempotency-Key, so a
 // second Admit with an already admitted request id is a replay and is denied (B7).
 import { Body, Controller, Headers, HttpCode, Inject, Post } from '@nestjs/common';
-import { AdmitCommandDto, SettleCommandDto } from '@tally/contracts';
+import { AdmitCommandDto, SettleCommandDto, type AdmissionProofDto } from '@tally/contracts';
+import type { PublishedKeys } from '@tally/directory-service';
+import { Access, Caller, hasRole, possessionRefused, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
 import { IsString, Length } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 import { freshCommandId } from './http-support.js';
+
+export const PUBLISHED_KEYS = Symbol('PUBLISHED_KEYS');
 
 export class RedeemNonceDto {
   @IsString() @Length(1, 16_384) execution_nonce!: string;
@@ -15,19 +19,35 @@ export class RedeemNonceDto {
 
 @Controller('v1')
 export class AdmissionsController {
-  constructor(@Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort) {}
+  constructor(
+    @Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort,
+    @Inject(PUBLISHED_KEYS) private readonly keys: PublishedKeys,
+  ) {}
 
   @Post('admissions')
   @HttpCode(200)
-  async admit(@Body() body: AdmitCommandDto, @Headers('idempotency-key') key: string | undefined) {
-    const mapped = toAdmitCommand(body, freshCommandId(key));
+  @Access('capability')
+  async admit(
+    @Body() body: AdmitCommandDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Caller() caller: Principal,
+  ) {
+    const bearer = caller.kind === 'capability' ? caller.token : undefined;
+    const mapped = toAdmitCommand(body, freshCommandId(key), bearer);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
     return decisionToWire(await this.authority.admit(mapped.command));
   }
 
   @Post('settlements')
   @HttpCode(200)
-  async settle(@Body() body: SettleCommandDto, @Headers('idempotency-key') key: string | undefined) {
+  @Access('issuer', 'possession')
+  async settle(
+    @Body() body: SettleCommandDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Caller() caller: Principal,
+  ) {
+    if (!hasRole(caller, 'issuer') && !this.provesAdmission(body.admission_proof, body.hold_id))
+      throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
     const mapped = toSettleCommand(body, freshCommandId(key));
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
     const result = await this.authority.settle(mapped.command);
@@ -37,7 +57,15 @@ export class AdmissionsController {
   /** Additive: a tool server consumes a nonce it was handed; false when invalid, expired or already consumed. */
   @Post('nonces/redeem')
   @HttpCode(200)
+  // The nonce is itself the proof: signed by the authority, single use, short lived.
+  @Access('possession')
   async redeem(@Body() body: RedeemNonceDto) {
     return { redeemed: await this.authority.redeemNonce(body.execution_nonce) };
+  }
+
+  /** A proof the authority signed for exactly this hold. */
+  private provesAdmission(proof: AdmissionProofDto | undefined, holdId: string): boolean {
+    if (proof === undefined || proof.claims['hold_id'] !== holdId) return false;
+    return this.keys.verify(proof.claims, proof.signature, proof.key_id);
   }
 }

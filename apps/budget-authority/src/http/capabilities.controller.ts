@@ -1,13 +1,15 @@
 // POST /v1/capabilities (issue or delegate), revoke, and the projection-backed reads of a
 // capability: usage per grant and its mutation events newest first (B18).
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
-import { moneyToWire, IssueCapabilityDto } from '@tally/contracts';
+import { moneyToWire, IssueCapabilityDto, RevokeCapabilityDto } from '@tally/contracts';
+import { Access, Caller, possessionRefused, type Principal } from '@tally/platform-auth';
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { toIssueCommand, wireJson } from '../command-mapping.js';
+import { CapabilityAccess } from './capability-access.js';
 import { Freshness } from './freshness.js';
 import { commandIdFrom, notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
 
@@ -31,11 +33,25 @@ export class CapabilitiesController {
     @Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort,
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
+    @Inject(CapabilityAccess) private readonly access: CapabilityAccess,
   ) {}
+
+  /** A capability token sees only its own capability: another one is as unknown as a missing one. */
+  private readable(caller: Principal, id: string): void {
+    if (!this.access.mayRead(caller, id)) throw notFound('capability', id);
+  }
 
   @Post()
   @HttpCode(201)
-  async issue(@Body() body: IssueCapabilityDto, @Headers('idempotency-key') key: string | undefined) {
+  @Access('issuer', 'possession')
+  async issue(
+    @Body() body: IssueCapabilityDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Caller() caller: Principal,
+  ) {
+    if (body.parent_id !== undefined) this.access.mayDelegate(caller, body.parent_id, body.parent_token);
+    else if (caller.kind !== 'operator' || caller.role === 'reader')
+      throw possessionRefused(caller, 'an issuer key (or, to delegate, parent_id with the parent_token)');
     const out = await this.authority.issue(toIssueCommand(body, commandIdFrom(key)));
     if (!out.ok) throw refused(out.rejection);
     return wireJson(out.value);
@@ -43,14 +59,18 @@ export class CapabilitiesController {
 
   @Post(':id/revoke')
   @HttpCode(200)
-  async revoke(@Param('id') id: string) {
+  @Access('issuer', 'possession')
+  async revoke(@Param('id') id: string, @Body() body: RevokeCapabilityDto, @Caller() caller: Principal) {
+    await this.access.mayRevoke(caller, id, body.token);
     const out = await this.authority.revoke(id);
     if (!out.ok) throw refused(out.rejection);
     return out.value;
   }
 
   @Get(':id')
-  async capability(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+  @Access('reader', 'capability')
+  async capability(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
+    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const capability = await this.queries.capability(id);
     if (!capability) throw notFound('capability', id);
@@ -66,7 +86,9 @@ export class CapabilitiesController {
   }
 
   @Get(':id/usage')
-  async usage(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+  @Access('reader', 'capability')
+  async usage(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
+    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const grants = await this.queries.usage(id);
     if (grants.length === 0) throw notFound('capability', id);
@@ -74,7 +96,14 @@ export class CapabilitiesController {
   }
 
   @Get(':id/events')
-  async events(@Param('id') id: string, @Query() query: EventsQueryDto, @Res({ passthrough: true }) res: HeaderSink) {
+  @Access('reader', 'capability')
+  async events(
+    @Param('id') id: string,
+    @Query() query: EventsQueryDto,
+    @Res({ passthrough: true }) res: HeaderSink,
+    @Caller() caller: Principal,
+  ) {
+    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     if (!(await this.queries.capability(id))) throw notFound('capability', id);
     const events = await this.queries.mutations(id, query.grant_index, query.limit ?? EVENTS_LIMIT_DEFAULT);
@@ -90,7 +119,14 @@ export class CapabilitiesController {
 
   /** Holds of a capability (additive): lets an operator see that no reservation outlives its TTL (B20). */
   @Get(':id/holds')
-  async holds(@Param('id') id: string, @Query() query: HoldsQueryDto, @Res({ passthrough: true }) res: HeaderSink) {
+  @Access('reader', 'capability')
+  async holds(
+    @Param('id') id: string,
+    @Query() query: HoldsQueryDto,
+    @Res({ passthrough: true }) res: HeaderSink,
+    @Caller() caller: Principal,
+  ) {
+    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const holds = await this.queries.holds(id, query.status === undefined ? undefined : [query.status]);
     return {
@@ -110,7 +146,9 @@ export class CapabilitiesController {
 
   /** Recorded ambiguities and how the reconciler resolved them (B21), additive. */
   @Get(':id/ambiguities')
-  async ambiguities(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+  @Access('reader', 'capability')
+  async ambiguities(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
+    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const rows = await this.queries.ambiguities(id);
     return {

@@ -17,6 +17,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { Access } from '@tally/platform-auth';
 import { FAULT_TARGETS, type FaultTargets } from '../runtime/fault-targets.js';
 
 const AUTHORIZE = [
@@ -72,6 +73,7 @@ export class FaultsController {
 
   @Post('faults')
   @HttpCode(200)
+  @Access('admin')
   async configure(@Body() body: FaultsDto) {
     const t = this.targets;
     if (body.kill_projection_thread) {

@@ -70,6 +70,7 @@ export class WorkSubmittedDto extends Base {
   @IsIn(PURPOSES) purpose!: string;
   /** sha256 of the capability token, base64url; the token itself never enters the ledger (ADR 0007). */
   @IsString() @Length(1, 128) token_fingerprint!: string;
+  @IsOptional() @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/) tenant_id?: string;
   @IsArray() @ValidateNested({ each: true }) @Type(() => RouteLegDto) route!: RouteLegDto[];
   @IsArray() @ValidateNested({ each: true }) @Type(() => ChatMessageDto) messages!: ChatMessageDto[];
   @ValidateNested() @Type(() => LimitsDto) limits!: LimitsDto;

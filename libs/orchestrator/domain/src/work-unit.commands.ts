@@ -25,6 +25,8 @@ export interface SubmitWork extends CommandMeta {
   readonly purpose: Purpose;
   /** The capability token's fingerprint; the token travels only on the work-queue message. */
   readonly token_fingerprint: string;
+  /** The capability's tenant, as the orchestrator verified it from the token. */
+  readonly tenant_id?: string;
   readonly route: readonly RouteLeg[];
   readonly messages: readonly ChatMessage[];
   readonly limits?: WorkLimitsInput;

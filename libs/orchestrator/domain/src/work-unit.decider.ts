@@ -154,6 +154,8 @@ function decideSubmit(command: SubmitWork, state: WorkUnitState): Decision {
     session_id: command.session_id,
     purpose: command.purpose,
     token_fingerprint: command.token_fingerprint,
+    // Recorded only outside the default tenant, so units from before tenants compare equal on a re-send.
+    ...(command.tenant_id === undefined || command.tenant_id === 'default' ? {} : { tenant_id: command.tenant_id }),
     route: command.route.map((l) => ({ provider: l.provider, model: l.model })),
     messages: command.messages.map((m) => ({ role: m.role, content: m.content })),
     limits,

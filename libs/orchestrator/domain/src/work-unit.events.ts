@@ -29,6 +29,8 @@ export interface WorkSubmitted {
    * submitted with, useless as a credential. The token itself is never recorded (ADR 0007).
    */
   readonly token_fingerprint: string;
+  /** The tenant of the capability the unit was submitted with; absent on units from before tenants (default). */
+  readonly tenant_id?: string;
   readonly route: readonly RouteLeg[];
   readonly messages: readonly ChatMessage[];
   readonly limits: WorkLimits;

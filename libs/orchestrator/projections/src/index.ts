@@ -16,5 +16,6 @@ export * from './wire-receipt.js';
 export * from './work-unit.domain-deriver.js';
 export * from './projection-set.js';
 
-import { CreateOrchestratorProjections1767225601000 } from './migrations/1767225601000-create-orchestrator-projections.js';
-export const WORK_PROJECTION_MIGRATIONS = [CreateOrchestratorProjections1767225601000];
+export * from './migrations/1767226000000-add-work-unit-owner.js';
+import { orchestratorProjectionSet } from './projection-set.js';
+export const WORK_PROJECTION_MIGRATIONS = orchestratorProjectionSet.migrations;

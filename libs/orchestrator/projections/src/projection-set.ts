@@ -5,6 +5,7 @@ import type { TallyNames } from '@tally/contracts';
 import { workEventRegistry } from '@tally/orchestrator-application';
 import type { ProjectionSet } from '@tally/platform-app';
 import { CreateOrchestratorProjections1767225601000 } from './migrations/1767225601000-create-orchestrator-projections.js';
+import { AddWorkUnitOwner1767226000000 } from './migrations/1767226000000-add-work-unit-owner.js';
 import { WORK_PROJECTION_ENTITIES } from './work-projection.entities.js';
 import type { WorkUnitDeriver } from './work-unit.deriver.js';
 import { workUnitDeriver } from './work-unit.domain-deriver.js';
@@ -13,7 +14,7 @@ import { workUnitsProjection } from './work-units.projection.js';
 export const orchestratorProjectionSet: ProjectionSet = {
   service: 'agent-orchestrator',
   entities: WORK_PROJECTION_ENTITIES,
-  migrations: [CreateOrchestratorProjections1767225601000],
+  migrations: [CreateOrchestratorProjections1767225601000, AddWorkUnitOwner1767226000000],
   specs: (names: TallyNames) => [
     {
       projection: workUnitsProjection({

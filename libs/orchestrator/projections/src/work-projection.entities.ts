@@ -11,9 +11,13 @@ export const PROJECTION_WARNING_TABLE = 'orch_projection_warning';
 
 @Entity({ name: WORK_UNIT_TABLE })
 @Index('orch_work_unit_session', ['sessionId', 'submittedSequence'])
+@Index('orch_work_unit_tenant', ['tenantId', 'submittedSequence'])
 export class WorkUnitRow {
   @PrimaryColumn({ name: 'work_id', type: 'varchar', length: 64 }) workId!: string;
   @Column({ name: 'session_id', type: 'varchar', length: 256 }) sessionId!: string;
+  /** Read scope: a tenant's operators see its units; a capability token sees the units submitted with it. */
+  @Column({ name: 'tenant_id', type: 'varchar', length: 64, default: 'default' }) tenantId!: string;
+  @Column({ name: 'token_fingerprint', type: 'varchar', length: 128, default: '' }) tokenFingerprint!: string;
   @Column({ name: 'status', type: 'varchar', length: 16 }) status!: string;
   @Column({ name: 'error', type: 'text', nullable: true }) error!: string | null;
   @Column({ name: 'output', type: 'text', nullable: true }) output!: string | null;

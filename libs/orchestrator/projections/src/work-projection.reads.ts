@@ -13,6 +13,37 @@ export interface WorkUnitView {
   readonly last_sequence: number;
 }
 
+/**
+ * What a read is restricted to, as part of the query: a tenant (its operators), and a token
+ * fingerprint (the capability token the units were submitted with). Empty reads everything.
+ */
+export interface WorkScope {
+  readonly tenant_id?: string;
+  readonly token_fingerprint?: string;
+}
+
+function unitWhere(scope: WorkScope): Partial<Pick<WorkUnitRow, 'tenantId' | 'tokenFingerprint'>> {
+  return {
+    ...(scope.tenant_id === undefined ? {} : { tenantId: scope.tenant_id }),
+    ...(scope.token_fingerprint === undefined ? {} : { tokenFingerprint: scope.token_fingerprint }),
+  };
+}
+
+/** The same scope as SQL over the unit row aliased `u`. */
+function scopeSql(scope: WorkScope): { sql: string; params: Record<string, string> } {
+  const parts: string[] = ['1 = 1'];
+  const params: Record<string, string> = {};
+  if (scope.tenant_id !== undefined) {
+    parts.push('u.tenant_id = :tenantId');
+    params['tenantId'] = scope.tenant_id;
+  }
+  if (scope.token_fingerprint !== undefined) {
+    parts.push('u.token_fingerprint = :fingerprint');
+    params['fingerprint'] = scope.token_fingerprint;
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
 export interface ProjectionWarning {
   readonly sequence: number;
   readonly work_id: string;
@@ -23,8 +54,8 @@ export interface ProjectionWarning {
 export class WorkProjectionReads {
   constructor(private readonly manager: () => EntityManager) {}
 
-  async unit(workId: string): Promise<WorkUnitView | undefined> {
-    const row = await this.manager().findOneBy(WorkUnitRow, { workId });
+  async unit(workId: string, scope: WorkScope = {}): Promise<WorkUnitView | undefined> {
+    const row = await this.manager().findOneBy(WorkUnitRow, { workId, ...unitWhere(scope) });
     if (!row) return undefined;
     return {
       work_id: row.workId,
@@ -38,34 +69,46 @@ export class WorkProjectionReads {
   }
 
   /** The session log in commit order: header, then each unit's turn. Bounded by `limit` entries. */
-  async sessionLog(sessionId: string, limit: number): Promise<ProjectedEntry[]> {
-    const rows = await this.manager().find(SessionEntryRow, {
-      where: { sessionId },
-      order: { unitSequence: 'ASC', entryIndex: 'ASC' },
-      take: limit,
-    });
+  async sessionLog(sessionId: string, limit: number, scope: WorkScope = {}): Promise<ProjectedEntry[]> {
+    const { sql, params } = scopeSql(scope);
+    const rows = await this.manager()
+      .createQueryBuilder(SessionEntryRow, 'e')
+      .innerJoin(WorkUnitRow, 'u', 'u.work_id = e.work_id')
+      .where('e.session_id = :sessionId', { sessionId })
+      .andWhere(sql, params)
+      .orderBy('e.unit_sequence', 'ASC')
+      .addOrderBy('e.entry_index', 'ASC')
+      .limit(limit)
+      .getMany();
     return rows.map((r) => JSON.parse(r.body) as ProjectedEntry);
   }
 
-  async sessionMessages(sessionId: string, limit: number): Promise<ProjectedMessage[]> {
-    const rows = await this.manager().find(SessionMessageRow, {
-      where: { sessionId },
-      order: { unitSequence: 'ASC', messageIndex: 'ASC' },
-      take: limit,
-    });
+  async sessionMessages(sessionId: string, limit: number, scope: WorkScope = {}): Promise<ProjectedMessage[]> {
+    const { sql, params } = scopeSql(scope);
+    const rows = await this.manager()
+      .createQueryBuilder(SessionMessageRow, 'm')
+      .innerJoin(WorkUnitRow, 'u', 'u.work_id = m.work_id')
+      .where('m.session_id = :sessionId', { sessionId })
+      .andWhere(sql, params)
+      .orderBy('m.unit_sequence', 'ASC')
+      .addOrderBy('m.message_index', 'ASC')
+      .limit(limit)
+      .getMany();
     return rows.map((r) => ({ role: r.role, content: r.content }));
   }
 
-  async sessionExists(sessionId: string): Promise<boolean> {
-    return (await this.manager().countBy(WorkUnitRow, { sessionId })) > 0;
+  async sessionExists(sessionId: string, scope: WorkScope = {}): Promise<boolean> {
+    return (await this.manager().countBy(WorkUnitRow, { sessionId, ...unitWhere(scope) })) > 0;
   }
 
   /** Warnings for the units of a session (an empty list is the healthy case). */
-  async sessionWarnings(sessionId: string): Promise<ProjectionWarning[]> {
+  async sessionWarnings(sessionId: string, scope: WorkScope = {}): Promise<ProjectionWarning[]> {
+    const { sql, params } = scopeSql(scope);
     const rows = await this.manager()
       .createQueryBuilder(ProjectionWarningRow, 'w')
       .innerJoin(WorkUnitRow, 'u', 'u.work_id = w.work_id')
       .where('u.session_id = :sessionId', { sessionId })
+      .andWhere(sql, params)
       .orderBy('w.sequence', 'ASC')
       .getMany();
     return rows.map((r) => ({ sequence: r.sequence, work_id: r.workId, event_type: r.eventType, message: r.message }));

@@ -18,6 +18,9 @@ export interface ProjectedMessage {
 export interface DerivedUnit {
   readonly work_id: string;
   readonly session_id: string;
+  /** Who may read it: the tenant's operators, and whoever holds the token it was submitted with. */
+  readonly tenant_id: string;
+  readonly token_fingerprint: string;
   readonly status: ProjectedStatus;
   readonly error?: string;
   readonly output?: string;

@@ -51,6 +51,8 @@ export function deriveUnit(state: WorkUnitState): DerivedUnit | undefined {
   return {
     work_id: work.work_id,
     session_id: work.session_id,
+    tenant_id: work.tenant_id ?? 'default',
+    token_fingerprint: work.token_fingerprint,
     status: state.status,
     ...(error === undefined ? {} : { error }),
     ...(state.completion ? { output: state.completion.output } : {}),

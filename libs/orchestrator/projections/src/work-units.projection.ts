@@ -142,6 +142,8 @@ async function writeUnits(manager: EntityManager, derived: readonly Derived[]): 
     Object.assign(new WorkUnitRow(), {
       workId: unit.work_id,
       sessionId: unit.session_id,
+      tenantId: unit.tenant_id,
+      tokenFingerprint: unit.token_fingerprint,
       status: unit.status,
       error: unit.error ?? null,
       output: unit.output ?? null,
@@ -157,6 +159,8 @@ async function writeUnits(manager: EntityManager, derived: readonly Derived[]): 
     conflictColumns: ['workId'],
     updateColumns: [
       'sessionId',
+      'tenantId',
+      'tokenFingerprint',
       'status',
       'error',
       'output',

@@ -40,6 +40,7 @@ export const ENV_SETTINGS: Readonly<Record<string, { path: string; type: 'string
   TALLY_PAYMENT_RAIL: { path: 'authority.payment_rail', type: 'string' },
   TALLY_FAULT_INJECTION: { path: 'authority.fault_injection', type: 'bool' },
   LOG_LEVEL: { path: 'log_level', type: 'string' },
+  TALLY_ADMIN_KEY: { path: 'auth.admin_key', type: 'string' },
 };
 
 export function loadConfig(env: Env = process.env): TallyConfig {

@@ -12,6 +12,7 @@ import {
   IsOptional,
   IsString,
   IsUrl,
+  Length,
   Matches,
   Max,
   Min,
@@ -151,7 +152,37 @@ export class ProjectionsConfig {
   @IsBoolean() worker_thread = true;
 }
 
+export class OidcIssuerConfig {
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }) issuer!: string;
+  @IsString() @Length(1, 256) audience!: string;
+  /** Where the issuer publishes its keys (cached, refetched on an unknown kid); or jwks_file. */
+  @IsOptional() @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }) jwks_url?: string;
+  @IsOptional() @IsString() jwks_file?: string;
+  /** The claims that carry the tenant and the role. */
+  @IsString() @Length(1, 128) tenant_claim = 'tenant';
+  @IsString() @Length(1, 128) role_claim = 'role';
+  /** Claim value -> Tally role, for identity providers that name roles their own way. */
+  @IsOptional() @IsObject() role_map?: Record<string, 'admin' | 'issuer' | 'reader'>;
+  @IsInt() @Min(0) @Max(300) clock_skew_seconds = 60;
+  @IsInt() @Min(1_000) @Max(86_400_000) jwks_cache_ms = 600_000;
+  /** Least time between two refetches of the JWKS, so unknown kids cannot hammer the issuer. */
+  @IsInt() @Min(0) @Max(3_600_000) jwks_cooldown_ms = 30_000;
+  @IsInt() @Min(100) @Max(60_000) jwks_timeout_ms = 5_000;
+}
+
+export class AuthConfig {
+  /** TALLY_ADMIN_KEY: the bootstrap admin key of both services (http-api.md, Credentials). */
+  @IsOptional() @IsString() @Length(32, 512, { message: 'admin_key must be 32 to 512 characters' }) admin_key?: string;
+  /** How long a replica may go without confirming its view of keys is current before it refuses them. */
+  @IsInt() @Min(1_000) @Max(600_000) directory_stale_after_ms = 10_000;
+  @IsInt() @Min(100) @Max(60_000) directory_freshness_check_ms = 1_000;
+  @IsInt() @Min(1) @Max(100_000) keys_per_tenant_max = 1_000;
+  @IsArray() @ArrayMaxSize(16) @ValidateNested({ each: true }) @Type(() => OidcIssuerConfig) oidc: OidcIssuerConfig[] =
+    [];
+}
+
 export class TallyConfig {
+  @ValidateNested() @Type(() => AuthConfig) auth = new AuthConfig();
   @ValidateNested() @Type(() => NatsConfig) nats = new NatsConfig();
   @ValidateNested() @Type(() => StreamLimitsConfig) streams = new StreamLimitsConfig();
   @ValidateNested() @Type(() => ConsumerLimitsConfig) consumers = new ConsumerLimitsConfig();

@@ -2,6 +2,7 @@
 // every registered check with a timeout and reports details, including the NATS
 // durability report, so an operator can see what an acknowledgement really means.
 import { Controller, Get, Header, HttpCode, Inject, Injectable, Res } from '@nestjs/common';
+import { Access } from '@tally/platform-auth';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface ReadinessCheck {
@@ -67,12 +68,14 @@ export class HealthController {
   ) {}
 
   @Get('healthz')
+  @Access('public')
   @HttpCode(200)
   healthz() {
     return { status: 'ok' };
   }
 
   @Get('readyz')
+  @Access('public')
   async readyz(@Res() res: ReplyLike) {
     const result = await this.readiness.run();
     // Degraded still serves (200): pulling every replica out of rotation would turn a warning into an outage.
@@ -81,6 +84,7 @@ export class HealthController {
   }
 
   @Get('metrics')
+  @Access('public')
   @Header('Content-Type', 'text/plain; version=0.0.4')
   async metricsText() {
     return this.metrics.registry.metrics();

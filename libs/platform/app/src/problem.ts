@@ -11,19 +11,9 @@ import {
 } from '@nestjs/common';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
 import { StreamFull } from '@tally/eventing';
-import { FastValidationPipe } from '@tally/platform-nest';
+import { FastValidationPipe, ProblemException } from '@tally/platform-nest';
 
-export class ProblemException extends HttpException {
-  constructor(
-    status: number,
-    readonly problemType: string,
-    readonly title: string,
-    readonly errors: readonly FieldError[] = [],
-    readonly detail?: string,
-  ) {
-    super(title, status);
-  }
-}
+export { ProblemException };
 
 export function problemValidationPipe(): ValidationPipe {
   return new FastValidationPipe({
@@ -54,6 +44,7 @@ interface HttpRequestLike {
 }
 interface HttpResponseLike {
   status(code: number): HttpResponseLike;
+  setHeader(name: string, value: string): unknown;
   type(mime: string): HttpResponseLike;
   send(body: string): void;
 }
@@ -81,6 +72,8 @@ export class ProblemFilter implements ExceptionFilter {
       };
       await this.sink(rejected).catch((error: unknown) => this.onUnexpected?.(error));
     }
+    if (exception instanceof ProblemException)
+      for (const [name, value] of Object.entries(exception.headers)) res.setHeader(name, value);
     res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
   }
 }

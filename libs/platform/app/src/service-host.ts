@@ -3,7 +3,8 @@
 // health/readiness/metrics/OpenAPI and problem+json errors, durable command handlers,
 // background loops, and a graceful shutdown on SIGTERM/SIGINT.
 import { Controller, Get, Inject, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, NestFactory } from '@nestjs/core';
+import { Access, AccessGuard, assertEveryRouteDeclared, routeTable, type Authenticator } from '@tally/platform-auth';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
@@ -51,6 +52,11 @@ export interface ServiceDefinition {
   /** The service's tables and projections; run in a worker thread unless projections.worker_thread is false. */
   readonly projector: ProjectorDefinition;
   readonly openapi: Record<string, unknown>;
+  /**
+   * Who is calling: the authenticator of the access guard that every HTTP route goes
+   * through. Called once, before the HTTP module is built.
+   */
+  readonly access: (ctx: HostContext) => Promise<Authenticator>;
   readonly module: (ctx: HostContext) => DynamicModule;
   readonly transports?: (ctx: HostContext) => Promise<CustomTransportStrategy[]>;
   readonly background?: (ctx: HostContext) => Promise<BackgroundTask[]>;
@@ -61,6 +67,7 @@ class OpenApiController {
   constructor(@Inject(OPENAPI_DOCUMENT) private readonly document: Record<string, unknown>) {}
 
   @Get('openapi.json')
+  @Access('public')
   openapi() {
     return this.document;
   }
@@ -90,7 +97,8 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   });
   readiness.add(projections.readiness());
 
-  const app = await createHttpApp(definition, ctx);
+  const authenticator = await definition.access(ctx);
+  const app = await createHttpApp(definition, ctx, authenticator);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
   for (const strategy of (await definition.transports?.(ctx)) ?? [])
     app.connectMicroservice({ strategy }, { inheritAppConfig: false });
@@ -152,11 +160,15 @@ async function startProjections(
   return projections;
 }
 
-async function createHttpApp(definition: ServiceDefinition, ctx: HostContext): Promise<INestApplication> {
+async function createHttpApp(
+  definition: ServiceDefinition,
+  ctx: HostContext,
+  authenticator: Authenticator,
+): Promise<INestApplication> {
   const root: DynamicModule = {
     module: HostModule,
     global: true,
-    imports: [definition.module(ctx)],
+    imports: [DiscoveryModule, definition.module(ctx)],
     controllers: [HealthController, OpenApiController],
     providers: [
       { provide: HOST_CONTEXT, useValue: ctx },
@@ -168,6 +180,9 @@ async function createHttpApp(definition: ServiceDefinition, ctx: HostContext): P
   };
   const app = await NestFactory.create<NestExpressApplication>(root, { logger: ctx.logger, bodyParser: false });
   app.useBodyParser('json', { limit: '1mb' });
+  // Every route declares who may call it; one without a declaration stops the boot here.
+  assertEveryRouteDeclared(mountedRoutes(app));
+  app.useGlobalGuards(new AccessGuard(authenticator));
   app.useGlobalPipes(problemValidationPipe());
   app.useGlobalFilters(
     new ProblemFilter(
@@ -176,6 +191,16 @@ async function createHttpApp(definition: ServiceDefinition, ctx: HostContext): P
     ),
   );
   return app;
+}
+
+/** Every HTTP route the app mounted, with its declared access. */
+export function mountedRoutes(app: INestApplication) {
+  const controllers = app
+    .get(DiscoveryService)
+    .getControllers()
+    .map((wrapper) => wrapper.metatype)
+    .filter((type): type is NonNullable<typeof type> => typeof type === 'function');
+  return routeTable(controllers as (abstract new (...args: never[]) => unknown)[]);
 }
 
 /** Rejected HTTP input lands in the dead-letter stream with its reason, like a bad message. */

@@ -28,7 +28,14 @@ export interface StreamLimits {
   readonly deadLetterMaxAgeMs: number;
 }
 
-export type TallyStreamKind = 'budgetEvents' | 'workEvents' | 'workQueue' | 'commands' | 'deadLetter';
+export type TallyStreamKind =
+  | 'budgetEvents'
+  | 'workEvents'
+  /** Tenants, operator keys and signing keys (ADR 0010): ledger, with the event streams' policy. */
+  | 'directoryEvents'
+  | 'workQueue'
+  | 'commands'
+  | 'deadLetter';
 
 /** Bad limits are a configuration bug: refuse them before they reach the server. */
 function assertLimits(limits: StreamLimits): void {
@@ -55,6 +62,7 @@ function policyOf(kind: TallyStreamKind, limits: StreamLimits): Policy {
   switch (kind) {
     case 'budgetEvents':
     case 'workEvents':
+    case 'directoryEvents':
       // The ledger: no age or count limit, a byte limit only when the operator sets one, and
       // then a full stream refuses the append. No message can be deleted or purged.
       return {
@@ -103,12 +111,13 @@ function spec(
 
 export type TallyStreamSpec = ReturnType<typeof spec>;
 
-/** The five Tally streams, each with its kind's policy. */
+/** The six Tally streams, each with its kind's policy. */
 export function tallyStreamSpecs(names: TallyNames, limits: StreamLimits): TallyStreamSpec[] {
   assertLimits(limits);
   return [
     spec(names.budgetEventsStream, [names.budgetEventsWildcard], 'budgetEvents', limits),
     spec(names.workEventsStream, [names.workEventsWildcard], 'workEvents', limits),
+    spec(names.directoryEventsStream, [names.directoryEventsWildcard], 'directoryEvents', limits),
     spec(names.workQueueStream, [names.workQueueSubject], 'workQueue', limits),
     spec(names.commandsStream, [`${names.namespace}.cmd.>`], 'commands', limits),
     spec(names.deadLetterStream, [names.deadLetterWildcard], 'deadLetter', limits),

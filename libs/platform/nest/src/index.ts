@@ -11,3 +11,4 @@ export * from './stream-full.js';
 export * from './command-sender.js';
 export * from './core-command-server.js';
 export * from './core-command-client.js';
+export * from './problem-exception.js';

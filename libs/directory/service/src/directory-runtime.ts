@@ -1,0 +1,86 @@
+// What both services start for the trust boundary: the live directory view (tenants,
+// operator keys, signing keys), the published keys, and the authenticator the access guard
+// uses. The authority also gets the directory commands, since only it writes the directory.
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { TallyNames } from '@tally/contracts';
+import { Authenticator, type CapabilityVerifier, type OidcVerifier } from '@tally/platform-auth';
+import { JetStreamEventStore } from '@tally/platform-jetstream';
+import { CapabilityTokenVerifier } from './capability-tokens.js';
+import { DirectoryCommands } from './directory-commands.js';
+import { directoryEventRegistry } from './directory-events.dtos.js';
+import { DirectoryView } from './directory-view.js';
+import { PublishedKeys } from './published-keys.js';
+
+export interface DirectoryRuntimeOptions {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly names: TallyNames;
+  readonly publishTimeoutMs: number;
+  readonly adminKey: string | undefined;
+  readonly oidc: OidcVerifier | undefined;
+  readonly staleAfterMs: number;
+  readonly freshnessCheckMs: number;
+  readonly keysPerTenantMax: number;
+  readonly nowMs: () => number;
+  readonly onError: (error: unknown) => void;
+}
+
+export interface DirectoryRuntime {
+  readonly view: DirectoryView;
+  readonly keys: PublishedKeys;
+  readonly capabilityTokens: CapabilityTokenVerifier;
+  readonly commands: DirectoryCommands;
+  /** The authenticator of the access guard; a service may verify capability tokens its own way. */
+  authenticator(capabilities?: CapabilityVerifier): Authenticator;
+  stop(): Promise<void>;
+}
+
+export async function startDirectory(o: DirectoryRuntimeOptions): Promise<DirectoryRuntime> {
+  const view = new DirectoryView({
+    js: o.js,
+    jsm: o.jsm,
+    stream: o.names.directoryEventsStream,
+    filterSubject: o.names.directoryEventsWildcard,
+    staleAfterMs: o.staleAfterMs,
+    freshnessCheckMs: o.freshnessCheckMs,
+    startTimeoutMs: 30_000,
+    restartDelayMs: 1_000,
+    nowMs: o.nowMs,
+    onError: o.onError,
+  });
+  await view.start();
+  const keys = new PublishedKeys(view);
+  const capabilityTokens = new CapabilityTokenVerifier(keys, o.nowMs);
+  const store = new JetStreamEventStore(o.js, o.jsm, {
+    stream: o.names.directoryEventsStream,
+    registry: directoryEventRegistry(),
+    publishTimeoutMs: o.publishTimeoutMs,
+    loadEventsMax: 100_000,
+    loadIdleTimeoutMs: 5_000,
+  });
+  const commands = new DirectoryCommands({
+    store,
+    view,
+    tenantSubject: (id) => o.names.directoryTenantSubject(id),
+    signingKeysSubject: o.names.directorySigningKeysSubject,
+    nowMs: o.nowMs,
+    appendAttemptsMax: 16,
+    viewWaitMs: 10_000,
+    keysPerTenantMax: o.keysPerTenantMax,
+  });
+  return {
+    view,
+    keys,
+    capabilityTokens,
+    commands,
+    authenticator: (capabilities = capabilityTokens) =>
+      new Authenticator({
+        ...(o.adminKey === undefined ? {} : { adminKey: o.adminKey }),
+        operatorKeys: view,
+        ...(o.oidc === undefined ? {} : { oidc: o.oidc }),
+        capabilities,
+        nowMs: o.nowMs,
+      }),
+    stop: () => view.stop(),
+  };
+}

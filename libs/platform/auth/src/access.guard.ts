@@ -1,0 +1,86 @@
+// The one guard of every HTTP route. It reads the route's @Access rules, authenticates the
+// credential the request carries, and lets the call through only when the principal's kind
+// and role fit a rule. Tenant scope is not decided here: handlers put it into their queries.
+import { createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { ProblemException } from '@tally/platform-nest';
+import { accessOf, type AccessRule } from './access.js';
+import { isRefusal, type Authenticator } from './authenticator.js';
+import { presentedCredential, type RequestLike } from './credentials.js';
+import { ANONYMOUS, hasRole, type Principal } from './principal.js';
+
+interface GuardedRequest extends RequestLike {
+  principal?: Principal;
+}
+
+export const WWW_AUTHENTICATE = 'Bearer realm="tally"';
+
+export function unauthorized(message: string): ProblemException {
+  return new ProblemException(401, 'unauthorized', 'A valid credential is required', [], message, {
+    'WWW-Authenticate': WWW_AUTHENTICATE,
+  });
+}
+
+export function forbidden(message = 'this credential may not make this call'): ProblemException {
+  return new ProblemException(403, 'forbidden', 'The credential may not do this', [], message);
+}
+
+/** For handlers whose rule is `possession`: no valid proof and no fitting credential. */
+export function possessionRefused(principal: Principal, what: string): ProblemException {
+  return principal.kind === 'anonymous' ? unauthorized(`${what} is required`) : forbidden(`${what} is required`);
+}
+
+export class AccessGuard implements CanActivate {
+  constructor(private readonly authenticator: Authenticator) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    // Command handlers over NATS are reached only by services NATS lets publish there.
+    if (context.getType() !== 'http') return true;
+    const rules = accessOf(context.getHandler());
+    // The boot refuses undeclared routes; this only guards against a route added after boot.
+    if (rules === undefined) throw forbidden('this route declares no access');
+    if (rules[0] === 'public') return true;
+    const req = context.switchToHttp().getRequest<GuardedRequest>();
+    req.principal = await this.principalOf(req, rules);
+    if (permits(rules, req.principal) || rules.includes('possession')) return true;
+    if (req.principal.kind === 'anonymous') throw unauthorized('this call needs a credential');
+    throw forbidden();
+  }
+
+  private async principalOf(req: GuardedRequest, rules: readonly AccessRule[]): Promise<Principal> {
+    const presented = presentedCredential(req, rules.includes('capability'));
+    if (presented === undefined) return ANONYMOUS;
+    if ('malformed' in presented) throw unauthorized(presented.malformed);
+    const result = await this.authenticator.authenticate(presented.credential);
+    if (!isRefusal(result)) return result;
+    if (result.refused === 'unavailable')
+      throw new ProblemException(
+        503,
+        'credentials_unavailable',
+        'Credentials cannot be checked now',
+        [],
+        result.message,
+      );
+    throw unauthorized(result.message);
+  }
+}
+
+function permits(rules: readonly AccessRule[], principal: Principal): boolean {
+  return rules.some((rule) => {
+    switch (rule) {
+      case 'admin':
+      case 'issuer':
+      case 'reader':
+        return hasRole(principal, rule);
+      case 'capability':
+        return principal.kind === 'capability';
+      case 'public':
+      case 'possession':
+        return false;
+    }
+  });
+}
+
+/** The principal the guard established for this request. */
+export const Caller = createParamDecorator((_data: unknown, context: ExecutionContext): Principal => {
+  return context.switchToHttp().getRequest<GuardedRequest>().principal ?? ANONYMOUS;
+});
