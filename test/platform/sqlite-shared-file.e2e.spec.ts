@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
+import { adminHeaders } from '../support/auth.js';
 
 type Json = Record<string, unknown>;
 
@@ -39,7 +40,7 @@ describe('issue 9 item 5: two services on one SQLite file', () => {
     });
     const cap = await fetch(`${h.authority!.url}/v1/capabilities`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...adminHeaders() },
       body: JSON.stringify({
         subject_public_key: generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
         ttl_seconds: 3600,
@@ -66,7 +67,9 @@ describe('issue 9 item 5: two services on one SQLite file', () => {
 
     // The authority's ledger projection saw every hold settle (its rows are in the same file).
     await h.eventually('the authority usage to show every unit', async () => {
-      const res = await fetch(`${h.authority!.url}/v1/capabilities/${cap['id'] as string}/usage`);
+      const res = await fetch(`${h.authority!.url}/v1/capabilities/${cap['id'] as string}/usage`, {
+        headers: adminHeaders(),
+      });
       const grant = ((await res.json()) as { grants: Json[] }).grants[0]!;
       return grant['invocation_count'] === UNITS && grant['exposed_cost_units'] === 0 ? grant : undefined;
     });
