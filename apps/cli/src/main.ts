@@ -1,45 +1,22 @@
-// The `tally` command line: local stack, replay, audit and verification.
-import { up } from './up.command.js';
+// The `tally` command line. Each command lives in its own `*.command.ts` file as a factory
+// returning a commander Command; adding one is one line below. Options shared by every
+// command (--authority, --orchestrator, --key, --json) and the exit codes are in cli/program.ts.
+import { runCli, tallyProgram } from './cli/program.js';
+import { migrateCommand } from './migrate.command.js';
+import { replayCommand } from './replay.command.js';
+import { upCommand } from './up.command.js';
 
-const USAGE = `usage: tally <command>
+const program = tallyProgram();
+program.addCommand(upCommand());
+program.addCommand(replayCommand());
+program.addCommand(migrateCommand());
 
-  up                       run the local stack: NATS (started if needed) and both services
-  replay [--service NAME] [--verify]
-                           rebuild projections from the streams, with a progress bar;
-                           --verify rebuilds into a scratch database and compares digests
-  migrate                  move existing streams to this release's policy, then apply
-                           pending projection-schema migrations
-  help                     this text
-`;
-
-async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  switch (command) {
-    case 'up':
-      return up({ root: process.cwd(), env: process.env, readyTimeoutMs: 60_000 });
-    case 'replay': {
-      const { replay } = await import('./replay.command.js');
-      return replay(args);
-    }
-    case 'migrate': {
-      const { migrate } = await import('./migrate.command.js');
-      return migrate();
-    }
-    case undefined:
-    case 'help':
-    case '--help':
-      process.stdout.write(USAGE);
-      return 0;
-    default:
-      process.stderr.write(`unknown command ${command}\n\n${USAGE}`);
-      return 2;
-  }
+/** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
+function exitAfterFlush(code: number): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    process.stderr.write(`tally: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  },
-);
+runCli(program, process.argv.slice(2)).then(exitAfterFlush, (error: unknown) => {
+  process.stderr.write(`tally: ${error instanceof Error ? error.message : String(error)}\n`);
+  exitAfterFlush(1);
+});

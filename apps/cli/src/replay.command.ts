@@ -17,22 +17,35 @@ import {
   type ProjectionSet,
   type TallyConfig,
 } from '@tally/platform-app';
-import { ProgressBar } from './progress-bar.js';
+import { Command } from 'commander';
+import { usageError } from './cli/exit-codes.js';
+import { exitWith } from './cli/program.js';
+import { progressBar, type Progress } from './cli/progress.js';
 import { projectionSets } from './projection-sets.js';
 
-export async function replay(args: string[]): Promise<number> {
-  const verify = args.includes('--verify');
-  const serviceIndex = args.indexOf('--service');
-  const only = serviceIndex >= 0 ? args[serviceIndex + 1] : undefined;
+export function replayCommand(): Command {
+  return new Command('replay')
+    .description('rebuild projections from the streams, with a progress bar')
+    .option('--service <name>', 'only this service (budget-authority or agent-orchestrator)')
+    .option('--verify', 'rebuild into a scratch database and compare digests with the live tables', false)
+    .action(exitWith((options: ReplayOptions) => replay(options)));
+}
+
+export interface ReplayOptions {
+  readonly service?: string;
+  readonly verify: boolean;
+}
+
+export async function replay(options: ReplayOptions): Promise<number> {
+  const { verify, service: only } = options;
   const sets = projectionSets().filter((s) => !only || s.service === only);
-  if (sets.length === 0) {
-    process.stderr.write(
-      `tally replay: no projections for service ${only}; known: ${projectionSets()
+  if (sets.length === 0)
+    throw usageError(
+      `no projections for service ${only}`,
+      `Name one of: ${projectionSets()
         .map((s) => s.service)
-        .join(', ')}\n`,
+        .join(', ')}.`,
     );
-    return 2;
-  }
   const config = loadConfig();
   let ok = true;
   for (const set of sets) ok = (verify ? await verifySet(config, set) : await rebuildSet(config, set)) && ok;
@@ -59,7 +72,7 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
   const renew = setInterval(() => void lease.tryAcquire(), 3_000);
   const database = await openServiceDatabaseLocked(config, set, nats, `tally-replay-${process.pid}`);
   try {
-    const bars = new Map<string, ProgressBar>();
+    const bars = new Map<string, Progress>();
     const results = await rebuildAll(nats, database, set.specs(nats.names), (name, done, total) =>
       barFor(bars, name).update(done, total),
     );
@@ -79,7 +92,7 @@ async function verifySet(config: TallyConfig, set: ProjectionSet): Promise<boole
   const live = await openServiceDatabaseLocked(config, set, nats, `tally-verify-${process.pid}`);
   const scratch = config.database.url ? await openScratchSchema(config, set) : await openScratchFile(config, set);
   try {
-    const bars = new Map<string, ProgressBar>();
+    const bars = new Map<string, Progress>();
     const outcomes = await verifyAll(nats, live, scratch.dataSource, set.specs(nats.names), (name, done, total) =>
       barFor(bars, name).update(done, total),
     );
@@ -136,8 +149,8 @@ async function openScratchSchema(config: TallyConfig, set: ProjectionSet) {
   };
 }
 
-function barFor(bars: Map<string, ProgressBar>, name: string): ProgressBar {
+function barFor(bars: Map<string, Progress>, name: string): Progress {
   let bar = bars.get(name);
-  if (!bar) bars.set(name, (bar = new ProgressBar(name)));
+  if (!bar) bars.set(name, (bar = progressBar(name, { unit: 'events' })));
   return bar;
 }
