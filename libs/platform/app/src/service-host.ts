@@ -8,11 +8,12 @@ import { Access, AccessGuard, assertEveryRouteDeclared, routeTable, type Authent
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
+import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
 import { publishDeadLetter } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
-import { JsonLogger } from './json-logger.js';
+import { JsonLogger, requestOfLog } from './json-logger.js';
 import { startNatsRuntime, type NatsRuntime } from './nats-runtime.js';
 import { problemValidationPipe, ProblemFilter, type RejectedRequest } from './problem.js';
 import { PROJECTION_HOST_LIMITS, ProjectionHost, type Projections } from './projection-host.js';
@@ -168,7 +169,7 @@ async function createHttpApp(
   const root: DynamicModule = {
     module: HostModule,
     global: true,
-    imports: [DiscoveryModule, definition.module(ctx)],
+    imports: [DiscoveryModule, LoggerModule.forRoot(requestLogging(ctx.logger)), definition.module(ctx)],
     controllers: [HealthController, OpenApiController],
     providers: [
       { provide: HOST_CONTEXT, useValue: ctx },
@@ -178,7 +179,9 @@ async function createHttpApp(
     ],
     exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry],
   };
-  const app = await NestFactory.create<NestExpressApplication>(root, { logger: ctx.logger, bodyParser: false });
+  const app = await NestFactory.create<NestExpressApplication>(root, { bufferLogs: true, bodyParser: false });
+  // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
+  app.useLogger(app.get(PinoNestLogger));
   app.useBodyParser('json', { limit: '1mb' });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));
@@ -191,6 +194,32 @@ async function createHttpApp(
     ),
   );
   return app;
+}
+
+/** Paths polled by probes and scrapers: no line per call. */
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * nestjs-pino's request logging through the service's pino: one line per finished request,
+ * at debug when it succeeded (the hot paths stay quiet at the default level), info for a
+ * refusal (4xx), error for a failure (5xx). The request is logged as method and redacted
+ * URL, never its headers.
+ */
+function requestLogging(logger: JsonLogger) {
+  return {
+    pinoHttp: {
+      logger: logger.pino,
+      quietReqLogger: true,
+      customLogLevel: (_req: unknown, res: { statusCode: number }, error?: Error) =>
+        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug',
+      autoLogging: { ignore: (req: { url?: string }) => QUIET_PATHS.has((req.url ?? '').split('?')[0]!) },
+      // pino-http hands these its own serialization of the request and response (with .raw).
+      serializers: {
+        req: requestOfLog,
+        res: (res: { raw?: { statusCode?: number } }) => ({ status: res.raw?.statusCode }),
+      },
+    },
+  } as const;
 }
 
 /** Every HTTP route the app mounted, with its declared access. */
