@@ -22,6 +22,9 @@ const PAYLOADS: Readonly<Record<BudgetEventType, Constructor<object>>> = {
   AmbiguityRecorded: Dto.AmbiguityRecordedDto,
   AmbiguityResolved: Dto.AmbiguityResolvedDto,
   ReceiptRecorded: Dto.ReceiptRecordedDto,
+  HoldIncreased: Dto.HoldIncreasedDto,
+  BudgetThresholdCrossed: Dto.BudgetThresholdCrossedDto,
+  BudgetExhausted: Dto.BudgetExhaustedDto,
 };
 
 export const BUDGET_EVENT_SCHEMA_VERSION = 1;

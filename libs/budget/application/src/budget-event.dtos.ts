@@ -35,6 +35,15 @@ export class GrantDto {
   @IsOptional() @IsMoney() max_total_cost_units?: number | string;
   @IsOptional() @IsString() @Length(1, 16) currency?: string;
   @IsOptional() @IsInt() @Min(0) parent_grant_index?: number;
+  @IsOptional() @IsObject() reset?: Record<string, unknown>;
+  @IsOptional() @IsObject() rate_limits?: Record<string, unknown>;
+  @IsOptional() @IsArray() @IsInt({ each: true }) alert_at_percent?: number[];
+  @IsOptional() @IsMoney() hold_cap_units?: number | string;
+}
+
+export class PeriodDto {
+  @IsInt() @Ms() start_ms!: number;
+  @IsInt() @Ms() end_ms!: number;
 }
 
 export class GrantRefDto {
@@ -93,6 +102,35 @@ export class HoldAuthorizedDto {
   @ValidateNested() @Type(() => ContextDto) context!: ContextDto;
   @IsInt() @Ms() expires_at_ms!: number;
   @IsInt() @Ms() at_ms!: number;
+  /** One entry per chain grant: its period, or null when it has no reset. */
+  @IsOptional() @IsArray() periods?: (PeriodDto | null)[];
+  @IsOptional() @IsInt() @Min(0) tokens?: number;
+}
+
+export class HoldIncreasedDto {
+  @IsIn(['increase_exposure']) kind!: string;
+  @IsString() @Id() hold_id!: string;
+  @IsInt() @Min(1) increase!: number;
+  @IsOptional() @IsString() @Id() command_id?: string;
+  @IsMoney() amount_units!: number | string;
+  @IsMoney() exposure_units!: number | string;
+  @IsOptional() @IsInt() @Min(0) tokens?: number;
+  @IsInt() @Ms() at_ms!: number;
+}
+
+export class BudgetExhaustedDto {
+  @IsString() @Id() capability_id!: string;
+  @IsInt() @Min(0) grant_index!: number;
+  @IsMoney() committed_units!: number | string;
+  @IsMoney() limit_units!: number | string;
+  @IsOptional() @IsInt() @Ms() period_start_ms?: number;
+  @IsOptional() @IsInt() @Ms() period_end_ms?: number;
+  @IsString() @Id() hold_id!: string;
+  @IsInt() @Ms() at_ms!: number;
+}
+
+export class BudgetThresholdCrossedDto extends BudgetExhaustedDto {
+  @IsInt() @Min(1) percent!: number;
 }
 
 export class InvocationCapturedDto {
@@ -129,6 +167,7 @@ export class SpendSettledDto {
   @IsMoney() realized_units!: number | string;
   @IsMoney() overrun_units!: number | string;
   @IsInt() @Ms() at_ms!: number;
+  @IsOptional() @IsInt() @Min(0) tokens_used?: number;
 }
 
 export class HoldRetainedDto {

@@ -15,6 +15,9 @@ export const MONEY_FIELDS: ReadonlySet<string> = new Set([
   'budget_units',
   'max_cost_per_invocation',
   'max_total_cost_units',
+  'hold_cap_units',
+  'committed_units',
+  'limit_units',
 ]);
 const OPAQUE_FIELDS: ReadonlySet<string> = new Set(['receipt', 'decision']);
 

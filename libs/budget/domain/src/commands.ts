@@ -39,6 +39,23 @@ export interface AuthorizeHold {
   readonly context: AdmitContext;
   readonly hold_ttl_ms: number;
   readonly now_ms: number;
+  /** Worst-case tokens of the call, held against tokens_per_minute. */
+  readonly requested_tokens?: number;
+  /** The smallest exposure the caller can use: a hold that does not fit whole is fitted down to this. */
+  readonly min_cost?: bigint;
+  /** The retry-after a refusal for max_concurrent suggests (no window tells when a hold closes). */
+  readonly concurrency_retry_after_ms?: number;
+}
+
+/** Raises an open hold within its grant (incremental authorization). */
+export interface IncreaseHold {
+  readonly type: 'IncreaseHold';
+  readonly hold_id: string;
+  readonly command_id?: string;
+  readonly amount_units: bigint;
+  readonly tokens?: number;
+  readonly increases_max: number;
+  readonly now_ms: number;
 }
 
 export interface PaymentStepInput {
@@ -119,6 +136,8 @@ export type SettleOutcome =
 export interface SettleHold {
   readonly type: 'SettleHold';
   readonly hold_id: string;
+  /** Tokens the call used: corrects its share of tokens_per_minute. */
+  readonly tokens_used?: number;
   /** not_dispatched settles through CancelCaptured; the other outcomes land here. */
   readonly outcome: Exclude<SettleOutcome, { kind: 'not_dispatched' }>;
   readonly now_ms: number;
@@ -178,4 +197,5 @@ export type BudgetCommand =
   | ExpireHolds
   | RecordAmbiguity
   | ResolveAmbiguity
-  | RecordReceipt;
+  | RecordReceipt
+  | IncreaseHold;

@@ -5,6 +5,7 @@ import { accept, reject, type Decision } from './decision.js';
 import { EventIds } from './ids.js';
 import { capabilityCapacity } from './invariants.js';
 import type { Capability, Grant, StoredGrant } from './model.js';
+import { invalidReset, sameReset } from './periods.js';
 import { descendants, type TreeState } from './state.js';
 
 export function decideIssue(command: IssueCapability, state: TreeState): Decision {
@@ -76,7 +77,29 @@ function invalidGrants(grants: readonly Grant[], grantsMax: number): string | un
       return `grants[${index}].max_invocations must be a non-negative integer`;
     if ((grant.max_cost_per_invocation ?? 0n) < 0n || (grant.max_total_cost_units ?? 0n) < 0n)
       return `grants[${index}] cost limits must not be negative`;
+    const policy = invalidPolicy(grant);
+    if (policy) return `grants[${index}].${policy}`;
   }
+  return undefined;
+}
+
+const RATE_LIMIT_MAX = 1_000_000_000;
+
+/** The spend-policy fields of a grant: a usable reset, positive rate limits, shares of 1 to 100 %. */
+function invalidPolicy(grant: Grant): string | undefined {
+  if (grant.reset !== undefined) {
+    const reset = invalidReset(grant.reset);
+    if (reset) return reset;
+  }
+  for (const [name, value] of Object.entries(grant.rate_limits ?? {}))
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 1 && value <= RATE_LIMIT_MAX))
+      return `rate_limits.${name} must be an integer from 1 to ${RATE_LIMIT_MAX}`;
+  for (const percent of grant.alert_at_percent ?? [])
+    if (!(Number.isSafeInteger(percent) && percent >= 1 && percent <= 100))
+      return 'alert_at_percent entries must be integers from 1 to 100';
+  if ((grant.alert_at_percent?.length ?? 0) > 0 && grant.max_total_cost_units === undefined)
+    return 'alert_at_percent needs max_total_cost_units';
+  if (grant.hold_cap_units !== undefined && grant.hold_cap_units < 0n) return 'hold_cap_units must not be negative';
   return undefined;
 }
 
@@ -87,7 +110,11 @@ function narrowGrants(parent: Capability, grants: readonly Grant[]): StoredGrant
     const parentIndex = parent.grants.findIndex((candidate) => covers(candidate, grant));
     if (parentIndex < 0)
       return `grants[${index}] (${grant.server_id}/${grant.tool_name}) is not a subset of any parent grant`;
-    out.push({ ...grant, parent_grant_index: parentIndex });
+    // A child counts in its parent's periods: it inherits the parent grant's reset and may not cut time otherwise.
+    const reset = parent.grants[parentIndex]!.reset;
+    if (reset !== undefined && grant.reset !== undefined && !sameReset(reset, grant.reset))
+      return `grants[${index}].reset must be the parent grant's reset`;
+    out.push({ ...grant, ...(reset === undefined ? {} : { reset }), parent_grant_index: parentIndex });
   }
   return out;
 }

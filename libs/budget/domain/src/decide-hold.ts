@@ -4,8 +4,10 @@ import type { AuthorizeHold, CancelCaptured, CaptureInvocation, ExpireHolds, Rol
 import { accept, reject, type Decision, type Rejection } from './decision.js';
 import type { BudgetEvent } from './events.js';
 import { EventIds, holdId, preflightHoldId } from './ids.js';
+import { checkRateLimits, fitExposure, periodsFor } from './decide-policy.js';
 import { committedOf, type Capability, type Grant, type GrantRef, type Hold } from './model.js';
-import { ancestry, grantChain, spendOf, usageOf, type TreeState } from './state.js';
+import type { Period } from './periods.js';
+import { ancestry, grantChain, limitedUsageOf, spendOf, type TreeState } from './state.js';
 
 export function verifyCapability(
   state: TreeState,
@@ -44,12 +46,26 @@ export function decideAuthorize(command: AuthorizeHold, state: TreeState): Decis
       continue;
     }
     const chain = grantChain(state, { capability_id: capability.id, grant_index: index });
-    const limit = checkLimits(state, chain, exposure);
+    const periods = periodsFor(state, chain, command.now_ms);
+    const fitted = fitExposure(state, chain, periods, exposure, command.min_cost);
+    const limit =
+      typeof fitted === 'bigint'
+        ? (checkLimits(state, chain, fitted, periods) ??
+          (command.preflight
+            ? undefined
+            : checkRateLimits(
+                state,
+                chain,
+                command.now_ms,
+                command.requested_tokens,
+                command.concurrency_retry_after_ms ?? 1_000,
+              )))
+        : fitted;
     if (limit) {
       first ??= limit;
       continue;
     }
-    return accept(holdAuthorized(command, grant, index, chain, exposure));
+    return accept(holdAuthorized(command, grant, index, chain, fitted as bigint, periods));
   }
   return { ok: false, rejection: first! };
 }
@@ -98,11 +114,17 @@ export function exposureFor(grant: Grant, requested: bigint | undefined): bigint
 }
 
 /** Every grant of the chain and every capability on it must have room for one more invocation and the exposure. */
-export function checkLimits(state: TreeState, chain: readonly GrantRef[], exposure: bigint): Rejection | undefined {
-  for (const ref of chain) {
+export function checkLimits(
+  state: TreeState,
+  chain: readonly GrantRef[],
+  exposure: bigint,
+  periods?: readonly (Period | null)[],
+): Rejection | undefined {
+  for (const [index, ref] of chain.entries()) {
     const capability = state.capabilities.get(ref.capability_id)!;
     const grant = capability.grants[ref.grant_index]!;
-    const usage = usageOf(state, ref);
+    // A grant with a reset limits its period's usage (the one the command's time falls in).
+    const usage = limitedUsageOf(state, ref, periods?.[index]?.start_ms);
     if (grant.max_invocations !== undefined && usage.invocation_count + 1 > grant.max_invocations)
       return { code: 'max_invocations_reached', message: 'max invocations reached' };
     if (grant.max_cost_per_invocation !== undefined && exposure > grant.max_cost_per_invocation)
@@ -128,6 +150,7 @@ function holdAuthorized(
   index: number,
   chain: readonly GrantRef[],
   exposure: bigint,
+  periods: readonly (Period | null)[] | undefined,
 ): BudgetEvent {
   const monetary = isMonetary(grant);
   const id = command.preflight
@@ -157,6 +180,8 @@ function holdAuthorized(
       context: command.context,
       expires_at_ms: command.now_ms + command.hold_ttl_ms,
       at_ms: command.now_ms,
+      ...(periods === undefined ? {} : { periods }),
+      ...(command.requested_tokens === undefined || command.preflight ? {} : { tokens: command.requested_tokens }),
     },
   };
 }

@@ -15,7 +15,7 @@ import type {
 import { accept, reject, type Decision } from './decision.js';
 import { EventIds, ambiguityId } from './ids.js';
 import { committedOf, type Hold } from './model.js';
-import { spendOf, usageOf, type TreeState } from './state.js';
+import { limitedUsageOf, spendOf, type TreeState } from './state.js';
 
 const TERMINAL = new Set(['settled', 'retained', 'released', 'cancelled', 'reversed']);
 
@@ -89,7 +89,12 @@ export function decideSettle(command: SettleHold, state: TreeState): Decision {
   return accept({
     type: 'SpendSettled',
     event_id: EventIds.settle(hold.hold_id),
-    data: { ...spendFor(state, hold, outcome.cost_units), hold_id: hold.hold_id, at_ms: command.now_ms },
+    data: {
+      ...spendFor(state, hold, outcome.cost_units),
+      hold_id: hold.hold_id,
+      at_ms: command.now_ms,
+      ...(command.tokens_used === undefined ? {} : { tokens_used: command.tokens_used }),
+    },
   });
 }
 
@@ -112,11 +117,13 @@ export function spendFor(state: TreeState, hold: Hold, actual: bigint) {
 function headroom(state: TreeState, hold: Hold): bigint | undefined {
   let room: bigint | undefined;
   const take = (value: bigint) => (room = room === undefined ? value : minBig(room, value));
-  for (const ref of hold.chain) {
+  for (const [index, ref] of hold.chain.entries()) {
     const capability = state.capabilities.get(ref.capability_id)!;
     const grant = capability.grants[ref.grant_index]!;
+    // Spend lands in the period the hold was authorized in, whenever it settles.
+    const usage = limitedUsageOf(state, ref, hold.periods?.[index]?.start_ms);
     if (grant.max_total_cost_units !== undefined)
-      take(grant.max_total_cost_units - committedOf(usageOf(state, ref)) + hold.exposure_units);
+      take(grant.max_total_cost_units - committedOf(usage) + hold.exposure_units);
     if (capability.budget_units !== undefined)
       take(capability.budget_units - spendOf(state, capability.id).committed_units + hold.exposure_units);
   }

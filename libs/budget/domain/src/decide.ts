@@ -14,6 +14,8 @@ import {
   decideResolve,
   decideSettle,
 } from './decide-settle.js';
+import { decideIncrease } from './decide-increase.js';
+import { alertEvents } from './decide-policy.js';
 import type { Decision, Rejection } from './decision.js';
 import type { BudgetEvent, RecordedBudgetEvent } from './events.js';
 import { evolve } from './evolve.js';
@@ -53,6 +55,8 @@ export function decide(command: BudgetCommand, state: TreeState): Decision {
       return decideResolve(command, state);
     case 'RecordReceipt':
       return decideReceipt(command, state);
+    case 'IncreaseHold':
+      return decideIncrease(command, state);
   }
 }
 
@@ -75,8 +79,24 @@ export function decideSequence(commands: readonly BudgetCommand[], state: TreeSt
       current = evolve(current, { ...event, commit_index: current.last_commit_index + 1 });
       events.push(event);
     }
+    // A change of committed cost may cross an alert threshold: the alert is a fact of the same commit.
+    for (const event of alertsAfter(command, current)) {
+      current = evolve(current, { ...event, commit_index: current.last_commit_index + 1 });
+      events.push(event);
+    }
   }
   return { ok: true, events, state: current };
+}
+
+function alertsAfter(command: BudgetCommand, state: TreeState): BudgetEvent[] {
+  const holdId =
+    command.type === 'SettleHold' || command.type === 'IncreaseHold'
+      ? command.hold_id
+      : command.type === 'AuthorizeHold'
+        ? state.requests.get(command.request_id)
+        : undefined;
+  const hold = holdId === undefined ? undefined : state.holds.get(holdId);
+  return hold === undefined || hold.preflight ? [] : alertEvents(state, hold, command.now_ms);
 }
 
 /** Folds recorded events into state. */

@@ -33,11 +33,19 @@ export type RejectionCode =
   | 'nonce_already_consumed'
   | 'nonce_expired'
   | 'ambiguity_unknown'
-  | 'command_already_answered';
+  | 'command_already_answered'
+  | 'rate_limited'
+  | 'tokens_required'
+  | 'requested_tokens_exceed_rate_limit'
+  | 'hold_cap_exceeded'
+  | 'increase_limit_reached'
+  | 'hold_not_open';
 
 export interface Rejection {
   readonly code: RejectionCode;
   readonly message: string;
+  /** For rate_limited: when a retry can pass, as the window stands now. */
+  readonly retry_after_ms?: number;
 }
 
 export type Decision =

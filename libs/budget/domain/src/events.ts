@@ -10,6 +10,7 @@ import type {
   PaymentMode,
   StoredGrant,
 } from './model.js';
+import type { Period } from './periods.js';
 
 interface Ev<T extends string, D> {
   readonly type: T;
@@ -53,7 +54,43 @@ export interface HoldAuthorizedData {
   readonly context: AdmitContext;
   readonly expires_at_ms: number;
   readonly at_ms: number;
+  /**
+   * The period of each chain entry, decided from the command's time and recorded, so a replay
+   * (even with another time-zone database) counts the hold where it was counted.
+   */
+  readonly periods?: readonly (Period | null)[];
+  /** Worst-case tokens held against tokens_per_minute. */
+  readonly tokens?: number;
 }
+
+export interface HoldIncreasedData {
+  readonly kind: 'increase_exposure';
+  readonly hold_id: string;
+  /** 1 for the first increase of the hold, and so on. */
+  readonly increase: number;
+  readonly command_id?: string;
+  readonly amount_units: bigint;
+  /** The hold's exposure after the increase. */
+  readonly exposure_units: bigint;
+  readonly tokens?: number;
+  readonly at_ms: number;
+}
+
+/** A grant's committed cost first reached a share of its limit in a period (alert_at_percent). */
+export interface BudgetThresholdCrossedData {
+  readonly capability_id: string;
+  readonly grant_index: number;
+  readonly percent: number;
+  readonly committed_units: bigint;
+  readonly limit_units: bigint;
+  readonly period_start_ms?: number;
+  readonly period_end_ms?: number;
+  readonly hold_id: string;
+  readonly at_ms: number;
+}
+
+/** A grant's committed cost reached its limit in a period. */
+export type BudgetExhaustedData = Omit<BudgetThresholdCrossedData, 'percent'>;
 
 export interface InvocationCapturedData {
   readonly kind: Extract<MutationKind, 'capture_invocation' | 'increment_invocation'>;
@@ -94,6 +131,8 @@ export interface SpendSettledData {
   /** Reported cost beyond what the limits allowed to be recorded: kept for audit. */
   readonly overrun_units: bigint;
   readonly at_ms: number;
+  /** Tokens the call used: corrects the hold's tokens_per_minute share. */
+  readonly tokens_used?: number;
 }
 
 export type DispatchFailure = 'cancellation' | 'deadline' | 'incomplete' | 'generic' | 'tool_not_registered';
@@ -210,7 +249,10 @@ export type BudgetEvent =
   | Ev<'NonceConsumed', NonceConsumedData>
   | Ev<'AmbiguityRecorded', AmbiguityRecordedData>
   | Ev<'AmbiguityResolved', AmbiguityResolvedData>
-  | Ev<'ReceiptRecorded', ReceiptRecordedData>;
+  | Ev<'ReceiptRecorded', ReceiptRecordedData>
+  | Ev<'HoldIncreased', HoldIncreasedData>
+  | Ev<'BudgetThresholdCrossed', BudgetThresholdCrossedData>
+  | Ev<'BudgetExhausted', BudgetExhaustedData>;
 
 export type BudgetEventType = BudgetEvent['type'];
 
@@ -233,6 +275,9 @@ export const BUDGET_EVENT_TYPES: readonly BudgetEventType[] = [
   'AmbiguityRecorded',
   'AmbiguityResolved',
   'ReceiptRecorded',
+  'HoldIncreased',
+  'BudgetThresholdCrossed',
+  'BudgetExhausted',
 ];
 
 /**

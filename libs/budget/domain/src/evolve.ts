@@ -7,6 +7,7 @@ import type {
   PaymentStepRecordedData,
   RecordedBudgetEvent,
 } from './events.js';
+import { addPeriodUsage, enterWindows, growWindows, leaveWindows } from './evolve-policy.js';
 import { assertChainWithinLimits, assertSiblingShares } from './invariants.js';
 import type { Capability, Hold, HoldPayment, MutationKind, PaymentStatus } from './model.js';
 import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
@@ -54,24 +55,31 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'HoldReversed': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'authorized', `reverse of ${hold.hold_id} in status ${hold.status}`);
-      return undoHold(state, { ...hold, status: 'reversed' }, event.data.kind, event);
+      const closed = leaveWindows(state, { ...hold, status: 'reversed' }, 0);
+      return undoHold(closed.state, closed.hold, event.data.kind, event);
     }
     case 'CaptureCancelled': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'captured', `cancellation of ${hold.hold_id} in status ${hold.status}`);
-      return undoHold(state, { ...hold, status: 'cancelled' }, event.data.kind, event);
+      const closed = leaveWindows(state, { ...hold, status: 'cancelled' }, 0);
+      return undoHold(closed.state, closed.hold, event.data.kind, event);
     }
     case 'ExposureReleased': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'captured' && hold.admitted, `release of ${hold.hold_id} in status ${hold.status}`);
-      return undoHold(state, { ...hold, status: 'released' }, event.data.kind, event);
+      const closed = leaveWindows(state, { ...hold, status: 'released' }, 0);
+      return undoHold(closed.state, closed.hold, event.data.kind, event);
     }
     case 'SpendSettled': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'captured' && hold.admitted, `settlement of ${hold.hold_id} in status ${hold.status}`);
-      const settled: Hold = { ...hold, status: 'settled', realized_units: event.data.realized_units };
+      const closed = leaveWindows(
+        state,
+        { ...hold, status: 'settled', realized_units: event.data.realized_units },
+        event.data.tokens_used,
+      );
       const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units };
-      return mutate(state, settled, {
+      return mutate(closed.state, closed.hold, {
         kind: event.data.kind,
         eventId: event.event_id,
         commitIndex: event.commit_index,
@@ -82,7 +90,9 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'HoldRetained': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'captured' && hold.admitted, `retention of ${hold.hold_id} in status ${hold.status}`);
-      return withHold(state, { ...hold, status: 'retained' });
+      // Failed after dispatch: what it used is unknown, so it keeps counting its worst case (B5).
+      const closed = leaveWindows(state, { ...hold, status: 'retained' }, undefined);
+      return withHold(closed.state, closed.hold);
     }
     case 'InvocationAdmitted': {
       const hold = holdOf(state, event.data.hold_id);
@@ -139,6 +149,36 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         }),
       };
     }
+    case 'HoldIncreased': {
+      const hold = holdOf(state, event.data.hold_id);
+      assert(
+        hold.status === 'authorized' || (hold.status === 'captured' && !hold.preflight),
+        `increase of ${hold.hold_id} in status ${hold.status}`,
+      );
+      assert(
+        event.data.exposure_units === hold.exposure_units + event.data.amount_units,
+        `increase of ${hold.hold_id} does not add up`,
+      );
+      const grown = growWindows(state, hold, event.data.tokens ?? 0);
+      const increased: Hold = {
+        ...grown.hold,
+        exposure_units: event.data.exposure_units,
+        increases: (hold.increases ?? 0) + 1,
+      };
+      return mutate(grown.state, increased, {
+        kind: 'increase_exposure',
+        eventId: event.event_id,
+        commitIndex: event.commit_index,
+        atMs: event.data.at_ms,
+        inv: 0,
+        exp: event.data.amount_units,
+        real: 0n,
+      });
+    }
+    case 'BudgetThresholdCrossed':
+    case 'BudgetExhausted':
+      // The event id is `alert:{key}`: the key says which threshold of which period fired.
+      return { ...state, alerts: state.alerts.with(event.event_id.slice('alert:'.length), true) };
     case 'ReceiptRecorded': {
       const { at_ms: _at, receipt, ...rest } = event.data;
       const receipts = new Map(state.receipts).set(rest.receipt_id, { ...rest, body: receipt });
@@ -182,9 +222,11 @@ function authorizeHold(state: TreeState, data: HoldAuthorizedData, eventId: stri
     payment: { status: 'none', reference: data.request_id, steps: 0 },
     lease_released: false,
   };
+  const entered = enterWindows(state, hold, data.at_ms);
+  const base = entered.state;
   const indexed = data.preflight
-    ? { ...state, preflights: state.preflights.with(data.request_id, data.hold_id) }
-    : { ...state, requests: state.requests.with(data.request_id, data.hold_id) };
+    ? { ...base, preflights: base.preflights.with(data.request_id, data.hold_id) }
+    : { ...base, requests: base.requests.with(data.request_id, data.hold_id) };
   const mutation = {
     kind: data.kind,
     eventId,
@@ -194,7 +236,7 @@ function authorizeHold(state: TreeState, data: HoldAuthorizedData, eventId: stri
     exp: data.exposure_units,
     real: 0n,
   };
-  return mutate(indexed, hold, mutation);
+  return mutate(indexed, entered.hold, mutation);
 }
 
 function undoHold(
@@ -227,7 +269,7 @@ interface Mutation {
 
 /** Applies usage deltas to the hold's grant and every ancestor grant, with paired assertions. */
 function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
-  assertChainWithinLimits(state, hold.chain);
+  assertChainWithinLimits(state, hold.chain, hold.periods);
   const usage = new Map(state.usage);
   for (const ref of hold.chain) {
     const before = usageOf(state, ref);
@@ -263,8 +305,9 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
     ...(state.mutations.get(usageKey(own)) ?? []),
     record,
   ]);
-  const next = { ...withHold(state, hold), usage, spend, mutations };
-  assertChainWithinLimits(next, hold.chain);
+  const period_usage = addPeriodUsage(state, hold, m);
+  const next = { ...withHold(state, hold), usage, spend, mutations, period_usage };
+  assertChainWithinLimits(next, hold.chain, hold.periods);
   return next;
 }
 

@@ -12,3 +12,7 @@ export * from './decide.js';
 export { verifyCapability, matches, isMonetary, exposureFor, checkLimits, reverseKind } from './decide-hold.js';
 export { spendFor } from './decide-settle.js';
 export * from './persistent-map.js';
+export * from './periods.js';
+export * from './rate-window.js';
+export { periodsFor, roomOf, fitExposure, checkRateLimits, alertEvents, countedTokens } from './decide-policy.js';
+export { decideIncrease, increaseEventId } from './decide-increase.js';

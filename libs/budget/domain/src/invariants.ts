@@ -1,8 +1,9 @@
 // The ledger's invariants (B19), checked on both sides of every state change.
 // A violation is a bug, so it throws an AssertionError instead of returning a rejection.
 import { assert } from './assert.js';
-import { committedOf, type Capability, type GrantRef } from './model.js';
-import { spendOf, usageOf, type TreeState } from './state.js';
+import { committedOf, type Capability, type GrantRef, type Usage } from './model.js';
+import type { Period } from './periods.js';
+import { periodUsageOf, spendOf, usageOf, type TreeState } from './state.js';
 
 /** What a capability may commit in total: its own budget, or the sum of its grants' totals when all are capped. */
 export function capabilityCapacity(capability: Capability): bigint | undefined {
@@ -15,32 +16,56 @@ export function capabilityCapacity(capability: Capability): bigint | undefined {
   return capability.grants.length > 0 ? sum : undefined;
 }
 
-/** committed ≤ limit and invocations ≤ max on every grant of the chain, and every capability within its budget. */
-export function assertChainWithinLimits(state: TreeState, chain: readonly GrantRef[]): void {
-  for (const ref of chain) {
+/**
+ * committed ≤ limit and invocations ≤ max on every grant of the chain (in the given period,
+ * for a grant with a reset: its lifetime usage may sum many periods), and every capability
+ * within its budget.
+ */
+export function assertChainWithinLimits(
+  state: TreeState,
+  chain: readonly GrantRef[],
+  periods?: readonly (Period | null)[],
+): void {
+  for (const [index, ref] of chain.entries()) {
     const capability = state.capabilities.get(ref.capability_id);
     assert(capability !== undefined, `usage for unknown capability ${ref.capability_id}`);
     const grant = capability.grants[ref.grant_index];
     assert(grant !== undefined, `usage for unknown grant ${ref.capability_id}#${ref.grant_index}`);
-    const usage = usageOf(state, ref);
-    assert(
-      usage.invocation_count >= 0 && usage.exposed_cost_units >= 0n && usage.realized_cost_units >= 0n,
-      `negative usage on ${ref.capability_id}#${ref.grant_index}`,
-    );
-    if (grant.max_invocations !== undefined) {
-      assert(
-        usage.invocation_count <= grant.max_invocations,
-        `invocations ${usage.invocation_count} exceed max ${grant.max_invocations} on ${ref.capability_id}#${ref.grant_index}`,
-      );
+    const period = periods?.[index];
+    if (grant.reset !== undefined) {
+      if (period)
+        assertUsageWithin(
+          periodUsageOf(state, ref, period.start_ms),
+          grant,
+          `${ref.capability_id}#${ref.grant_index}@${period.start_ms}`,
+        );
+      assertCapabilityWithinBudget(state, capability);
+      continue;
     }
-    if (grant.max_total_cost_units !== undefined) {
-      assert(
-        committedOf(usage) <= grant.max_total_cost_units,
-        `committed ${committedOf(usage)} exceeds limit ${grant.max_total_cost_units} on ${ref.capability_id}#${ref.grant_index}`,
-      );
-    }
+    assertUsageWithin(usageOf(state, ref), grant, `${ref.capability_id}#${ref.grant_index}`);
     assertCapabilityWithinBudget(state, capability);
   }
+}
+
+function assertUsageWithin(
+  usage: Usage,
+  grant: { max_invocations?: number; max_total_cost_units?: bigint },
+  where: string,
+): void {
+  assert(
+    usage.invocation_count >= 0 && usage.exposed_cost_units >= 0n && usage.realized_cost_units >= 0n,
+    `negative usage on ${where}`,
+  );
+  if (grant.max_invocations !== undefined)
+    assert(
+      usage.invocation_count <= grant.max_invocations,
+      `invocations ${usage.invocation_count} exceed max ${grant.max_invocations} on ${where}`,
+    );
+  if (grant.max_total_cost_units !== undefined)
+    assert(
+      committedOf(usage) <= grant.max_total_cost_units,
+      `committed ${committedOf(usage)} exceeds limit ${grant.max_total_cost_units} on ${where}`,
+    );
 }
 
 export function assertCapabilityWithinBudget(state: TreeState, capability: Capability): void {
@@ -77,5 +102,12 @@ export function assertTreeInvariants(state: TreeState): void {
     for (let index = 0; index < capability.grants.length; index++)
       assertChainWithinLimits(state, [{ capability_id: capability.id, grant_index: index }]);
     assertSiblingShares(state, capability.id);
+  }
+  // Every period of every grant with a reset stays within the grant's limits.
+  for (const [key, usage] of state.period_usage.entries()) {
+    const [capabilityId, rest] = key.split('#') as [string, string];
+    const grant = state.capabilities.get(capabilityId)?.grants[Number(rest.split('@')[0])];
+    assert(grant !== undefined, `period usage ${key} of an unknown grant`);
+    assertUsageWithin(usage, grant, key);
   }
 }

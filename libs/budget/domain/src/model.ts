@@ -1,5 +1,16 @@
 // The value types of the delegation-tree aggregate. Money is bigint minor units;
 // time is epoch milliseconds that arrive on commands; commit indexes are stream sequences.
+import type { BudgetReset, Period } from './periods.js';
+
+/** Admission rates of a grant (http-api.md, Spend policy): exact, because the tree's aggregate decides them. */
+export interface RateLimits {
+  /** Admissions in any sliding 60 s. */
+  readonly requests_per_minute?: number;
+  /** Worst-case tokens held by admissions in any sliding 60 s, corrected to the used tokens at settlement. */
+  readonly tokens_per_minute?: number;
+  /** Holds open (authorized or captured, not yet settled or undone) at once. */
+  readonly max_concurrent?: number;
+}
 
 export interface Grant {
   readonly server_id: string;
@@ -9,6 +20,13 @@ export interface Grant {
   readonly max_cost_per_invocation?: bigint;
   readonly max_total_cost_units?: bigint;
   readonly currency?: string;
+  /** max_invocations and max_total_cost_units apply per period (periods.ts). */
+  readonly reset?: BudgetReset;
+  readonly rate_limits?: RateLimits;
+  /** Shares of max_total_cost_units (per period) whose first crossing is recorded as an alert. */
+  readonly alert_at_percent?: readonly number[];
+  /** The most any single hold on this grant may expose, increases included. */
+  readonly hold_cap_units?: bigint;
 }
 
 /** A grant as stored on a capability: delegated grants remember which parent grant they narrow. */
@@ -116,6 +134,16 @@ export interface Hold {
   readonly lease_id?: string;
   readonly lease_released: boolean;
   readonly realized_units?: bigint;
+  /** The period the hold counts in, per chain entry (null: that grant has no reset). Absent: none has. */
+  readonly periods?: readonly (Period | null)[];
+  /** Worst-case tokens held against tokens_per_minute (absent: none declared). */
+  readonly tokens?: number;
+  /** The tokens the hold counts now in its windows: the held ones, then the used ones after settlement. */
+  readonly tokens_counted?: number;
+  /** Its place in each chain entry's rate window (null: that grant has no rate limits). */
+  readonly rate_seqs?: readonly (number | null)[];
+  /** Increases taken so far (POST /v1/holds/{id}/increase). */
+  readonly increases?: number;
 }
 
 export interface NonceBinding extends Binding {
@@ -166,7 +194,8 @@ export type MutationKind =
   | 'reverse_exposure'
   | 'release_exposure'
   | 'reconcile_spend'
-  | 'capture_spend';
+  | 'capture_spend'
+  | 'increase_exposure';
 
 export interface MutationRecord {
   readonly event_id: string;

@@ -14,6 +14,7 @@ import {
   type ReceiptRecord,
   type Usage,
 } from './model.js';
+import type { RateWindow } from './rate-window.js';
 
 export interface CapabilitySpend {
   readonly invocation_count: number;
@@ -39,6 +40,12 @@ export interface TreeState {
   readonly command_receipts: PersistentMap<string>;
   /** Mutation records per usage key, oldest first (B18). */
   readonly mutations: ReadonlyMap<string, readonly MutationRecord[]>;
+  /** Usage per (capability, grant, period) for grants with a reset, keyed by periodKey. */
+  readonly period_usage: PersistentMap<Usage>;
+  /** Sliding admission windows per (capability, grant) with rate limits, keyed by usageKey. */
+  readonly windows: PersistentMap<RateWindow>;
+  /** Alerts already recorded, keyed by alertKey: each threshold fires once per period. */
+  readonly alerts: PersistentMap<true>;
   readonly last_commit_index: number;
   /** The last applied event's place in its commit (commits carry several events). */
   readonly last_commit_position: number;
@@ -58,12 +65,32 @@ export function initialState(): TreeState {
     receipts: new Map(),
     command_receipts: PersistentMap.empty(),
     mutations: new Map(),
+    period_usage: PersistentMap.empty(),
+    windows: PersistentMap.empty(),
+    alerts: PersistentMap.empty(),
     last_commit_index: 0,
     last_commit_position: 0,
   };
 }
 
 export const usageKey = (ref: GrantRef): string => `${ref.capability_id}#${ref.grant_index}`;
+
+export const periodKey = (ref: GrantRef, periodStartMs: number): string => `${usageKey(ref)}@${periodStartMs}`;
+
+/** Alert `percent` (100 with kind exhausted) of a grant in a period (lifetime: no period). */
+export const alertKey = (ref: GrantRef, periodStartMs: number | undefined, kind: string, percent: number): string =>
+  `${usageKey(ref)}@${periodStartMs ?? 'lifetime'}:${kind}:${percent}`;
+
+export function periodUsageOf(state: TreeState, ref: GrantRef, periodStartMs: number): Usage {
+  return state.period_usage.get(periodKey(ref, periodStartMs)) ?? ZERO_USAGE;
+}
+
+/** The usage a grant's limits apply to: its period's for a grant with a reset, else its lifetime's. */
+export function limitedUsageOf(state: TreeState, ref: GrantRef, periodStartMs: number | null | undefined): Usage {
+  return periodStartMs === null || periodStartMs === undefined
+    ? usageOf(state, ref)
+    : periodUsageOf(state, ref, periodStartMs);
+}
 
 export function usageOf(state: TreeState, ref: GrantRef): Usage {
   return state.usage.get(usageKey(ref)) ?? ZERO_USAGE;
