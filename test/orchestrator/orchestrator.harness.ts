@@ -104,7 +104,8 @@ export class OrchestratorHarness {
 
   /** Starts the real budget-authority in this namespace, with a database (unless `env` names one) and signing key of its own. */
   async startAuthority(env: Record<string, string> = {}): Promise<ServiceProcess> {
-    const db = await this.newDatabase('auth');
+    const named = env['DATABASE_URL'] !== undefined || env['TALLY_SQLITE_PATH'] !== undefined;
+    const db = named ? { env: {} } : await this.newDatabase('auth');
     this.authority = await ServiceProcess.start({
       service: 'budget-authority',
       readyTimeoutMs: 120_000,

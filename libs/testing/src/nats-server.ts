@@ -99,6 +99,13 @@ export class PrivateNatsServer {
     });
   }
 
+  /** Destroys the store as a disaster would: kills the server, deletes every file JetStream kept, starts it empty on the same port and config. */
+  async wipe(): Promise<void> {
+    await this.stop('SIGKILL');
+    rmSync(join(this.storeDir, 'js'), { recursive: true, force: true });
+    await this.restart();
+  }
+
   async dispose(): Promise<void> {
     await this.stop();
     rmSync(this.storeDir, { recursive: true, force: true });

@@ -6,3 +6,4 @@ export * from './append-with-redelivery.js';
 export * from './dead-letter.js';
 export * from './durable-consumer.js';
 export * from './durability.js';
+export * from './stream-snapshot.js';

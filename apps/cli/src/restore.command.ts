@@ -1,0 +1,132 @@
+// `tally restore --from DIR [--replicas N] [--json]`: puts the streams of a backup back on a
+// NATS server where they are missing (after a lost store, or onto a new cluster), exactly as
+// they were: same sequences, subjects, headers, event ids and timestamps, so a replay gives
+// the same projections and the same signed receipts (ADR 0022, docs/operations.md).
+// Stop the services first; run `tally replay` for each service afterwards.
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import type { StreamConfig, StreamState } from '@nats-io/jetstream';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { loadConfig, type TallyConfig } from '@tally/platform-app';
+import { restoreStream } from '@tally/platform-jetstream';
+import { Command } from 'commander';
+import { CliError, ExitCode, usageError } from './cli/exit-codes.js';
+import { exitWith, globalsOf } from './cli/program.js';
+import { formatBytes, readVerifiedManifest, type BackupManifest, type BackupStreamEntry } from './backup-manifest.js';
+import { connectOperatorNats, type OperatorNats } from './operator-nats.js';
+
+export interface RestoreOptions {
+  readonly from: string;
+  /** Restore onto a cluster of another size: the streams' replica count (default: as backed up). */
+  readonly replicas?: number;
+  readonly json: boolean;
+}
+
+const RESTORE_LIMITS = { apiTimeoutMs: 30_000, chunkTimeoutMs: 30_000, finishTimeoutMs: 300_000 } as const;
+const READ_CHUNK_BYTES = 256 * 1024;
+const STREAM_NOT_FOUND = 10059;
+
+export function restoreCommand(): Command {
+  return new Command('restore')
+    .description("put a backup's streams back on a server where they are missing; then run replay for each service")
+    .requiredOption('--from <dir>', 'a directory written by tally backup')
+    .option('--replicas <n>', "the restored streams' replica count (default: as backed up)")
+    .action(
+      exitWith((own: { from: string; replicas?: string }, command: Command) =>
+        runRestore({ from: own.from, ...replicasOf(own.replicas), json: globalsOf(command).json }, loadConfig()),
+      ),
+    );
+}
+
+function replicasOf(text: string | undefined): { replicas?: number } {
+  if (text === undefined) return {};
+  const replicas = Number(text);
+  if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= 5))
+    throw usageError(`--replicas must be 1..5, got ${text}`);
+  return { replicas };
+}
+
+export async function runRestore(options: RestoreOptions, config: TallyConfig): Promise<number> {
+  const manifest = await readVerifiedManifest(options.from);
+  if (manifest.namespace !== config.nats.namespace)
+    throw usageError(
+      `the backup is of namespace ${manifest.namespace}, but this configuration uses ${config.nats.namespace}`,
+      "Set TALLY_NAMESPACE to the backup's namespace: the services would not find the restored streams otherwise.",
+    );
+  const nats = await connectOperatorNats(config, 'tally-restore');
+  try {
+    // Every stream is checked before any is restored, so a refusal leaves the server as it was.
+    const empty: string[] = [];
+    for (const entry of manifest.streams) if (await checkAbsentOrEmpty(nats, entry)) empty.push(entry.name);
+    const restored: { entry: BackupStreamEntry; state: StreamState }[] = [];
+    for (const entry of manifest.streams) {
+      // An empty stream (a service booted before the restore) holds nothing to lose.
+      if (empty.includes(entry.name)) await nats.jsm.streams.delete(entry.name);
+      const state = await restoreStream(nats.nc, snapshotOf(entry, options), chunksOf(join(options.from, entry.file)), {
+        ...RESTORE_LIMITS,
+      });
+      assertSameState(entry, state);
+      restored.push({ entry, state });
+      if (!options.json)
+        process.stdout.write(
+          `${entry.kind.padEnd(14)} ${entry.name}: ${state.messages} messages (sequences ${state.first_seq}..${state.last_seq}), ${formatBytes(entry.bytes)} restored\n`,
+        );
+    }
+    process.stdout.write(options.json ? `${JSON.stringify(summary(manifest, restored))}\n` : nextSteps(manifest));
+    return 0;
+  } finally {
+    await nats.close();
+  }
+}
+
+/** True when the stream exists but is empty; throws when it holds messages. */
+async function checkAbsentOrEmpty(nats: OperatorNats, entry: BackupStreamEntry): Promise<boolean> {
+  try {
+    const info = await nats.jsm.streams.info(entry.name);
+    if (info.state.messages === 0) return true;
+    throw new CliError(
+      `${entry.name} already exists with ${info.state.messages} messages (sequences ${info.state.first_seq}..${info.state.last_seq}); restore never overwrites events`,
+      ExitCode.failed,
+      'Restore onto a server without it, or delete the stream deliberately first.',
+    );
+  } catch (error) {
+    if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return false;
+    throw error;
+  }
+}
+
+function snapshotOf(entry: BackupStreamEntry, options: RestoreOptions): { config: StreamConfig; state: StreamState } {
+  const config = options.replicas === undefined ? entry.config : { ...entry.config, num_replicas: options.replicas };
+  return { config, state: entry.state };
+}
+
+async function* chunksOf(file: string): AsyncIterable<Uint8Array> {
+  for await (const chunk of createReadStream(file, { highWaterMark: READ_CHUNK_BYTES })) yield chunk as Buffer;
+}
+
+/** The restored stream must be the one that was backed up, message for message. */
+function assertSameState(entry: BackupStreamEntry, state: StreamState): void {
+  const keys = ['messages', 'bytes', 'first_seq', 'last_seq', 'num_subjects'] as const;
+  const differ = keys.filter((k) => state[k] !== entry.state[k]);
+  if (differ.length > 0)
+    throw new CliError(
+      `${entry.name} restored with a different state: ${differ.map((k) => `${k} ${state[k]} instead of ${entry.state[k]}`).join(', ')}`,
+      ExitCode.failed,
+    );
+}
+
+function summary(manifest: BackupManifest, restored: { entry: BackupStreamEntry; state: StreamState }[]) {
+  return {
+    backup_created_at: manifest.created_at,
+    namespace: manifest.namespace,
+    streams: restored.map(({ entry, state }) => ({ kind: entry.kind, name: entry.name, state })),
+  };
+}
+
+function nextSteps(manifest: BackupManifest): string {
+  return (
+    `restore complete: the ledger as of ${manifest.created_at}.\n` +
+    "Next: rebuild each service's projections from it with `tally replay --service budget-authority` and " +
+    '`tally replay --service agent-orchestrator`, then start the services.\n'
+  );
+}
