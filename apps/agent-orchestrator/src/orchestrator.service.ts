@@ -18,6 +18,10 @@ import { startQueuedSweeper } from './work/queued-sweeper.js';
 import { WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
 import { CAPABILITY_TOKENS } from './http/work-scope.js';
+import { ChatCompletionsController, MessagesController } from './gateway/drop-in.controllers.js';
+import { DropInGateway } from './gateway/drop-in-gateway.js';
+import { ModelCatalog } from './gateway/model-catalog.js';
+import { RejectedDropIn } from './gateway/rejected-drop-in.js';
 import { startDirectory, type DirectoryRuntime } from '@tally/directory-service';
 
 /** Pause before re-sending an Admit or Settle that no authority replica took (one may be restarting). */
@@ -41,11 +45,16 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
     },
     module: (ctx): DynamicModule => {
       const rt = runtimeOf(ctx);
+      const submission = new WorkSubmission(rt);
+      const catalog = new ModelCatalog(ctx.config.providers);
       return {
         module: OrchestratorModule,
-        controllers: [WorkController, SessionsController],
+        controllers: [WorkController, SessionsController, ChatCompletionsController, MessagesController],
         providers: [
-          { provide: WorkSubmission, useValue: new WorkSubmission(rt) },
+          { provide: WorkSubmission, useValue: submission },
+          { provide: ModelCatalog, useValue: catalog },
+          { provide: DropInGateway, useValue: new DropInGateway(rt, submission, catalog) },
+          { provide: RejectedDropIn, useValue: new RejectedDropIn(ctx) },
           { provide: WorkReads, useValue: new WorkReads(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],

@@ -20,6 +20,13 @@ export interface TallyNames {
   readonly budgetEventsWildcard: string;
   readonly workEventsWildcard: string;
   readonly workQueueSubject: string;
+  /**
+   * Core NATS, no stream: the live reply of one unit the drop-in endpoints wait on (its deltas
+   * as the provider emits them, then its end). Published by whichever replica's worker runs
+   * the unit, subscribed by the replica holding the caller's HTTP connection (ADR 0036).
+   */
+  workLiveSubject(workId: string): string;
+  readonly workLiveWildcard: string;
   commandSubject(service: CommandService, command: string): string;
   commandWildcard(service: CommandService): string;
   /** Core NATS request/reply commands (ADR 0025): `<ns>.req.<service>.<command>`, answered by one replica. */
@@ -63,6 +70,8 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     budgetEventsWildcard: `${namespace}.budget.evt.>`,
     workEventsWildcard: `${namespace}.work.evt.>`,
     workQueueSubject: `${namespace}.work.queue`,
+    workLiveSubject: (id) => `${namespace}.work.live.${assertSubjectToken(id, 'workId')}`,
+    workLiveWildcard: `${namespace}.work.live.>`,
     commandSubject: (service, command) => `${namespace}.cmd.${service}.${assertSubjectToken(command, 'command')}`,
     commandWildcard: (service) => `${namespace}.cmd.${service}.>`,
     requestSubject: (service, command) => `${namespace}.req.${service}.${assertSubjectToken(command, 'command')}`,

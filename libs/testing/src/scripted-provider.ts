@@ -43,6 +43,8 @@ export type ScriptedStep =
       fragmentBytes?: number;
       /** Put an SSE comment (`: ping`) between events, as providers do to keep connections alive. */
       heartbeat?: boolean;
+      /** Tool calls after the text, each streamed in two argument pieces; the stop reason becomes tool use. */
+      toolCalls?: ScriptedToolCall[];
     }
   /** Reset the connection before sending any byte of the response. */
   | { kind: 'reset'; latencyMs?: number }
@@ -52,6 +54,13 @@ export type ScriptedStep =
   | { kind: 'raw'; body: string; status?: number; contentType?: string; fragmentBytes?: number; latencyMs?: number };
 
 export type ScriptedApi = 'openai' | 'anthropic';
+
+export interface ScriptedToolCall {
+  id: string;
+  name: string;
+  /** The JSON text of the tool's input. */
+  arguments: string;
+}
 
 export interface ScriptedRequest {
   api: ScriptedApi;
@@ -220,8 +229,8 @@ export class ScriptedProvider {
     const framesEnd = end === 'linger' ? 'complete' : end;
     const frames =
       api === 'openai'
-        ? openAiFrames(model, step.chunks, usage, framesEnd, step.errorType)
-        : anthropicFrames(model, step.chunks, usage, framesEnd, step.errorType);
+        ? openAiFrames(model, step.chunks, usage, framesEnd, step.errorType, step.toolCalls)
+        : anthropicFrames(model, step.chunks, usage, framesEnd, step.errorType, step.toolCalls);
     const eol = step.lineEnding ?? '\n';
     const events = frames.map((f) => f.replaceAll('\n', eol));
     const withHeartbeats = step.heartbeat ? events.flatMap((e) => [`: ping${eol}${eol}`, e]) : events;
@@ -263,6 +272,7 @@ function openAiFrames(
   usage: ScriptedUsage | null,
   end: ScriptedStreamEnd,
   errorType?: string,
+  toolCalls: ScriptedToolCall[] = [],
 ): string[] {
   const base = { id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 0, model };
   const frame = (payload: object): string => `data: ${JSON.stringify({ ...base, ...payload })}\n\n`;
@@ -274,8 +284,22 @@ function openAiFrames(
     frames.push(
       `data: ${JSON.stringify({ error: { message: 'scripted stream error', type: errorType ?? 'server_error', code: errorType ?? null } })}\n\n`,
     );
+  toolCalls.forEach((call, index) => {
+    const half = Math.ceil(call.arguments.length / 2);
+    const start = { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
+    frames.push(frame({ choices: [{ index: 0, delta: { tool_calls: [start] }, finish_reason: null }] }));
+    for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)])
+      frames.push(
+        frame({
+          choices: [
+            { index: 0, delta: { tool_calls: [{ index, function: { arguments: piece } }] }, finish_reason: null },
+          ],
+        }),
+      );
+  });
   if (end !== 'complete') return frames;
-  frames.push(frame({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+  const finish = toolCalls.length > 0 ? 'tool_calls' : 'stop';
+  frames.push(frame({ choices: [{ index: 0, delta: {}, finish_reason: finish }] }));
   if (usage)
     frames.push(
       frame({
@@ -297,6 +321,7 @@ function anthropicFrames(
   usage: ScriptedUsage | null,
   end: ScriptedStreamEnd,
   errorType?: string,
+  toolCalls: ScriptedToolCall[] = [],
 ): string[] {
   const frame = (payload: { type: string } & Record<string, unknown>): string =>
     `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
@@ -324,10 +349,21 @@ function anthropicFrames(
     );
   if (end !== 'complete') return frames;
   frames.push(frame({ type: 'content_block_stop', index: 0 }));
+  toolCalls.forEach((call, i) => {
+    const index = i + 1;
+    const half = Math.ceil(call.arguments.length / 2);
+    const block = { type: 'tool_use', id: call.id, name: call.name, input: {} };
+    frames.push(frame({ type: 'content_block_start', index, content_block: block }));
+    for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)])
+      frames.push(
+        frame({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }),
+      );
+    frames.push(frame({ type: 'content_block_stop', index }));
+  });
   frames.push(
     frame({
       type: 'message_delta',
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      delta: { stop_reason: toolCalls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
       ...(usage ? { usage: { output_tokens: usage.output_tokens } } : {}),
     }),
   );

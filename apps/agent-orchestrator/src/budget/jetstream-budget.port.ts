@@ -26,6 +26,8 @@ interface AdmitReply {
   readonly reason?: string;
   readonly hold_id?: string;
   readonly grant_index?: number;
+  /** With a `rate_limited` deny (issue 11): when to try again, at the top level of the answer. */
+  readonly retry_after_ms?: number;
   readonly receipt?: unknown;
 }
 
@@ -104,5 +106,10 @@ export function admitDecisionOf(reply: CommandReply<AdmitReply>): AdmitDecision 
   const value = reply.value;
   if (value.verdict === 'allow')
     return { verdict: 'allow', ...(value.hold_id === undefined ? {} : { hold_id: value.hold_id }) };
-  return { verdict: 'deny', reason: value.reason ?? 'denied without a reason' };
+  const retry = value.retry_after_ms;
+  return {
+    verdict: 'deny',
+    reason: value.reason ?? 'denied without a reason',
+    ...(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0 ? { retry_after_ms: Math.round(retry) } : {}),
+  };
 }

@@ -12,7 +12,9 @@ import {
 } from '@tally/orchestrator-application';
 import type { BackgroundTask } from '@tally/platform-app';
 import { PermanentFailure, startDurableConsumer } from '@tally/platform-jetstream';
-import { IsOptional, IsString, Length, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { liveEndOf } from '../gateway/live-end.js';
+import { encodeLive, type LiveMode } from '../gateway/live-messages.js';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import { clock, CONFLICT_RETRIES_MAX, type OrchestratorRuntime } from '../orchestrator.runtime.js';
@@ -37,6 +39,8 @@ const STOP_TIMEOUT_MS = 10_000;
 export class WorkQueuedDto {
   @Matches(ID_PATTERN) work_id!: string;
   @IsOptional() @IsString() @Length(1, 16_384) token?: string;
+  /** A drop-in caller waits on the unit's live subject: publish its deltas and end, or its end only (ADR 0036). */
+  @IsOptional() @IsIn(['deltas', 'end']) live?: LiveMode;
 }
 
 export const sleep = (ms: number, signal?: AbortSignal) =>
@@ -110,7 +114,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
       warn: (m, f) => logger.event('warn', m, f),
       error: (m, f) => logger.event('error', m, f),
     },
-    handle: async ({ work_id, token }, msg) => {
+    handle: async ({ work_id, token, live }, msg) => {
       const held = aborts.hold(work_id);
       // The delivery's ack deadline starts now; long calls tell the server the delivery is
       // still being worked, at most this often (a short unit sends no progress at all).
@@ -122,11 +126,20 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
         msg.working();
       };
       try {
+        const liveSubject = live === undefined ? undefined : nats.names.workLiveSubject(work_id);
         const result = await worker.process(work_id, {
           signal: held.signal,
           onProgress,
           ...(token === undefined ? {} : { credential: token }),
+          ...(live === 'deltas' && liveSubject
+            ? {
+                onDelta: (ordinal, delta) =>
+                  nats.nc.publish(liveSubject, encodeLive({ kind: 'delta', ordinal, delta: delta as never })),
+              }
+            : {}),
         });
+        const end = liveSubject && result.kind === 'ended' ? liveEndOf(result.state) : undefined;
+        if (liveSubject && end) nats.nc.publish(liveSubject, encodeLive({ kind: 'end', end }));
         if (result.kind === 'not_found')
           throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);
         // Another worker holds the unit (this delivery outlived its ack wait): retry later, after it has moved on.

@@ -9,6 +9,7 @@ import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
 import type { TallyConfig } from '@tally/platform-app';
 import { streamFullOf } from '@tally/platform-jetstream';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
+import type { LiveMode } from '../gateway/live-messages.js';
 
 export type SubmitOutcome =
   | { readonly ok: true; readonly work_id: string; readonly status: 'queued' }
@@ -90,11 +91,12 @@ export class WorkSubmission {
    * the only place the token is kept (ADR 0007). Within the duplicate window a repeat is
    * dropped by the stream.
    */
-  async enqueue(workId: string, token: string): Promise<void> {
+  async enqueue(workId: string, token: string, live?: LiveMode): Promise<void> {
     const { nats, config } = this.rt.ctx;
     const subject = nats.names.workQueueSubject;
     try {
-      await nats.js.publish(subject, JSON.stringify({ work_id: workId, token }), {
+      const message = live === undefined ? { work_id: workId, token } : { work_id: workId, token, live };
+      await nats.js.publish(subject, JSON.stringify(message), {
         msgID: workId,
         timeout: config.nats.publish_timeout_ms,
       });

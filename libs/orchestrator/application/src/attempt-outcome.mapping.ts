@@ -11,6 +11,8 @@ export function attemptOutcomeOf(outcome: DispatchOutcome): AttemptOutcome {
       settlement: 'ok',
       latency_ms: nonNegative(outcome.latency_ms),
       output: outcome.output,
+      ...(outcome.output_parts === undefined ? {} : { output_parts: outcome.output_parts }),
+      ...(outcome.stop_reason === undefined ? {} : { stop_reason: outcome.stop_reason }),
       ...(outcome.usage ? { usage: outcome.usage } : {}),
     };
   }

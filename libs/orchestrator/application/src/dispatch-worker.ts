@@ -15,7 +15,16 @@ import {
 } from '@tally/orchestrator-domain';
 import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
 import { credentialFor } from './credential.js';
-import type { BudgetPort, Clock, IdSource, JitterSource, PriceTable, ProviderGateway, Sleep } from './ports.js';
+import type {
+  BudgetPort,
+  Clock,
+  DispatchDelta,
+  IdSource,
+  JitterSource,
+  PriceTable,
+  ProviderGateway,
+  Sleep,
+} from './ports.js';
 import type { AppendOutcome, WorkUnitRepository, WorkUnitView } from './work-unit.repository.js';
 
 export interface DispatchWorkerOptions {
@@ -49,6 +58,8 @@ export interface ProcessOptions {
    * fingerprint (ADR 0007), so this is the one place the worker can get it from.
    */
   readonly credential?: string;
+  /** Called with each streamed piece of the reply as the provider emits it, with the attempt's ordinal. */
+  readonly onDelta?: (ordinal: number, delta: DispatchDelta) => void;
 }
 
 export type ProcessResult =
@@ -58,6 +69,8 @@ export type ProcessResult =
       readonly status: 'completed' | 'failed' | 'aborted';
       readonly output?: string;
       readonly error?: string;
+      /** The unit as it ended, for whoever answers its caller from it. */
+      readonly state: WorkUnitState;
     }
   | { readonly kind: 'not_found'; readonly work_id: string }
   /** Another worker owns the unit right now; retry the message later (nak with delay). */
@@ -175,7 +188,7 @@ export class DispatchWorker {
       );
     }
     if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
-    const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens);
+    const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens, work.options);
     const ids = budgetCommandIds(workId, plan.ordinal);
     const context = {
       kind: 'work_unit',
@@ -204,6 +217,8 @@ export class DispatchWorker {
           ordinal: plan.ordinal,
           code: 'admission_denied',
           error: `admission denied by the budget authority: ${why}`,
+          ...(admission.reason === undefined ? {} : { reason: admission.reason.slice(0, 128) }),
+          ...(admission.retry_after_ms === undefined ? {} : { retry_after_ms: admission.retry_after_ms }),
         }),
       );
     }
@@ -278,11 +293,18 @@ export class DispatchWorker {
       const request = {
         provider: plan.leg.provider,
         model: plan.leg.model,
-        messages: work.messages.map((m) => ({ role: m.role, content: m.content })),
+        messages: work.messages.map((m) => ({
+          role: m.role,
+          content: m.content,
+          ...(m.parts === undefined ? {} : { parts: m.parts }),
+        })),
         max_tokens: work.limits.max_tokens,
         timeout_ms: work.limits.timeout_ms,
+        ...(work.options === undefined ? {} : { options: work.options }),
       };
-      return attemptOutcomeOf(await this.deps.gateway.dispatch(request, abort.signal, options.onProgress));
+      const onDelta = options.onDelta;
+      const deltas = onDelta ? (delta: DispatchDelta) => onDelta(plan.ordinal, delta) : undefined;
+      return attemptOutcomeOf(await this.deps.gateway.dispatch(request, abort.signal, options.onProgress, deltas));
     } catch (error) {
       return outcomeOfGatewayFault(error, this.deps.clock.nowMs() - startedMs);
     } finally {
@@ -387,6 +409,7 @@ function resultOf(workId: string, state: WorkUnitState): ProcessResult {
   if (state.status === 'completed')
     return {
       kind: 'ended',
+      state,
       work_id: workId,
       status: 'completed',
       ...(state.completion ? { output: state.completion.output } : {}),
@@ -394,6 +417,7 @@ function resultOf(workId: string, state: WorkUnitState): ProcessResult {
   if (state.status === 'failed')
     return {
       kind: 'ended',
+      state,
       work_id: workId,
       status: 'failed',
       ...(state.failure ? { error: state.failure.error } : {}),
@@ -401,6 +425,7 @@ function resultOf(workId: string, state: WorkUnitState): ProcessResult {
   if (state.status === 'aborted')
     return {
       kind: 'ended',
+      state,
       work_id: workId,
       status: 'aborted',
       ...(state.aborted ? { error: state.aborted.reason } : {}),

@@ -13,13 +13,26 @@ export type GatewaySettlement = 'ok' | 'failed' | 'cancelled' | 'unknown';
 export interface DispatchRequest {
   provider: string;
   model: string;
-  messages: { role: string; content: string }[];
+  messages: { role: string; content: string; parts?: readonly Readonly<Record<string, unknown>>[] }[];
   max_tokens: number;
   timeout_ms: number;
+  /** The unit's call options (tools, sampling, passthrough), as recorded on WorkSubmitted. */
+  options?: Readonly<Record<string, unknown>>;
 }
 
+/** One streamed piece of the reply, as the provider emitted it (the dialect library's neutral delta). */
+export type DispatchDelta = Readonly<Record<string, unknown>> & { readonly kind: string };
+
 export type DispatchOutcome =
-  | { kind: 'ok'; output: string; usage?: { input_tokens: number; output_tokens: number }; latency_ms: number }
+  | {
+      kind: 'ok';
+      output: string;
+      /** The reply's parts (text and tool calls) when it has more than text. */
+      output_parts?: readonly Readonly<Record<string, unknown>>[];
+      stop_reason?: string;
+      usage?: { input_tokens: number; output_tokens: number };
+      latency_ms: number;
+    }
   | {
       kind: 'error';
       domain: GatewayFailureDomain;
@@ -35,7 +48,12 @@ export type DispatchOutcome =
 
 export interface ProviderGateway {
   /** Resolves with a classified outcome for every provider failure; rejects only on programmer errors. */
-  dispatch(req: DispatchRequest, signal: AbortSignal, onProgress?: () => void): Promise<DispatchOutcome>;
+  dispatch(
+    req: DispatchRequest,
+    signal: AbortSignal,
+    onProgress?: () => void,
+    onDelta?: (delta: DispatchDelta) => void,
+  ): Promise<DispatchOutcome>;
 }
 
 // ---- Budget authority: Admit before every paid dispatch, Settle after it (budget-authority spec).
@@ -66,6 +84,8 @@ export interface AdmitDecision {
   readonly verdict: 'allow' | 'deny';
   readonly reason?: string;
   readonly hold_id?: string;
+  /** With a `rate_limited` deny: when the caller may try again. */
+  readonly retry_after_ms?: number;
 }
 
 export type FailedAfterDispatchKind = 'cancellation' | 'deadline' | 'incomplete' | 'generic';

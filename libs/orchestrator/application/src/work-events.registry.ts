@@ -5,6 +5,7 @@ import { EventRegistry } from '@tally/contracts';
 import {
   ATTEMPT_REASONS,
   FAILURE_CODES,
+  ENTRYPOINTS,
   FAILURE_DOMAINS,
   HOLD_OUTCOMES,
   PURPOSES,
@@ -17,6 +18,7 @@ import {
   IsIn,
   IsInt,
   IsISO8601,
+  IsObject,
   IsOptional,
   IsString,
   Length,
@@ -35,6 +37,8 @@ class RouteLegDto {
 class ChatMessageDto {
   @IsString() @Length(1, 64) role!: string;
   @IsString() content!: string;
+  /** Neutral content parts (tool calls, tool results, images), carried as they were translated. */
+  @IsOptional() @IsArray() @IsObject({ each: true }) parts?: Record<string, unknown>[];
 }
 
 class LimitsDto {
@@ -74,6 +78,8 @@ export class WorkSubmittedDto extends Base {
   @IsArray() @ValidateNested({ each: true }) @Type(() => RouteLegDto) route!: RouteLegDto[];
   @IsArray() @ValidateNested({ each: true }) @Type(() => ChatMessageDto) messages!: ChatMessageDto[];
   @ValidateNested() @Type(() => LimitsDto) limits!: LimitsDto;
+  @IsIn(ENTRYPOINTS) entrypoint!: string;
+  @IsOptional() @IsObject() options?: Record<string, unknown>;
 }
 
 export class AbortRequestedDto extends Base {
@@ -101,6 +107,8 @@ export class AttemptSettledDto extends Base {
   @IsOptional() @ValidateNested() @Type(() => UsageDto) usage?: UsageDto;
   @IsOptional() @IsString() error?: string;
   @IsOptional() @IsString() output?: string;
+  @IsOptional() @IsArray() @IsObject({ each: true }) output_parts?: Record<string, unknown>[];
+  @IsOptional() @IsString() @Length(1, 64) stop_reason?: string;
   @IsOptional() @IsString() partial_output?: string;
   @IsOptional() @IsInt() @Min(0) retry_after_ms?: number;
   @IsOptional() @IsInt() @Min(100) http_status?: number;
@@ -122,11 +130,15 @@ export class HoldSettledDto extends Base {
 export class WorkCompletedDto extends Base {
   @IsInt() @Min(0) winning_attempt!: number;
   @IsString() output!: string;
+  @IsOptional() @IsArray() @IsObject({ each: true }) output_parts?: Record<string, unknown>[];
+  @IsOptional() @IsString() @Length(1, 64) stop_reason?: string;
 }
 
 export class WorkFailedDto extends Base {
   @IsIn(FAILURE_CODES) code!: string;
   @IsString() error!: string;
+  @IsOptional() @IsString() @Length(1, 128) reason?: string;
+  @IsOptional() @IsInt() @Min(0) retry_after_ms?: number;
 }
 
 export class WorkAbortedDto extends Base {
@@ -144,10 +156,23 @@ export function upcastSubmittedV1(payload: Record<string, unknown>): Record<stri
   return { ...rest, token_fingerprint: tokenFingerprint(typeof token === 'string' ? token : '') };
 }
 
+/**
+ * Version 3 records the API a unit came in by (`entrypoint`) and may carry content parts and
+ * call options; every unit before it came in by the work API, with plain-text messages.
+ */
+export function upcastSubmittedV2(payload: Record<string, unknown>): Record<string, unknown> {
+  return { ...payload, entrypoint: 'work' };
+}
+
 /** Every work-unit event type at its current schema version. */
 export function workEventRegistry(): EventRegistry {
   return new EventRegistry([
-    { type: 'WorkSubmitted', version: 2, payload: WorkSubmittedDto, upcasters: { 1: upcastSubmittedV1 } },
+    {
+      type: 'WorkSubmitted',
+      version: 3,
+      payload: WorkSubmittedDto,
+      upcasters: { 1: upcastSubmittedV1, 2: upcastSubmittedV2 },
+    },
     { type: 'AbortRequested', version: 1, payload: AbortRequestedDto },
     { type: 'AttemptStarted', version: 1, payload: AttemptStartedDto },
     { type: 'AttemptSettled', version: 1, payload: AttemptSettledDto },

@@ -11,6 +11,7 @@ import {
   type SubmitWork,
   type WorkReceipt,
   type WorkStatus,
+  type WorkUnitState,
 } from '@tally/orchestrator-domain';
 import { tokenFingerprint } from './credential.js';
 import type { Clock } from './ports.js';
@@ -28,6 +29,11 @@ export type SubmitWorkInput = Omit<SubmitWork, 'type' | 'command_id' | 'at' | 't
  */
 export type CommandResult =
   { readonly ok: true; readonly sequence: number } | { readonly ok: false; readonly rejection: Rejection };
+
+/** A submission's result also says where the unit stands: a re-sent one may find it already ended. */
+export type SubmitResult =
+  | { readonly ok: true; readonly sequence: number; readonly state: WorkUnitState }
+  | { readonly ok: false; readonly rejection: Rejection };
 
 export interface WorkStatusView {
   readonly work_id: string;
@@ -48,7 +54,7 @@ export class WorkUnits {
    * The command id is derived from the work id, so a re-sent submission dedupes in the stream
    * too. Most submissions are new, so the first try does not read the unit.
    */
-  async submit(input: SubmitWorkInput): Promise<CommandResult> {
+  async submit(input: SubmitWorkInput): Promise<SubmitResult> {
     const { token, ...work } = input;
     const command: SubmitWork = {
       ...work,
@@ -60,7 +66,7 @@ export class WorkUnits {
     const outcome = await this.repository.execute(input.work_id, command, this.conflictRetriesMax, true);
     return outcome.kind === 'rejected'
       ? { ok: false, rejection: outcome.rejection }
-      : { ok: true, sequence: outcome.view.lastSequence };
+      : { ok: true, sequence: outcome.view.lastSequence, state: outcome.view.state };
   }
 
   /** Records the abort; the worker that owns the unit sees it and cancels the call in flight. */

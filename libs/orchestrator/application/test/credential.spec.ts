@@ -11,6 +11,7 @@ import {
   type AdmitDecision,
   type BudgetPort,
 } from '@tally/orchestrator-application';
+import { resolveLimits } from '@tally/orchestrator-domain';
 import { createHash } from 'node:crypto';
 import { TOKEN, workFixture, type WorkFixture } from './work.fixture.js';
 
@@ -90,6 +91,39 @@ describe('capability tokens stay out of the ledger', () => {
     const upcast = upcastSubmittedV1(v1);
     expect(upcast).not.toHaveProperty('token');
     expect(upcast['token_fingerprint']).toBe(tokenFingerprint(TOKEN));
-    expect(workEventRegistry().versionOf('WorkSubmitted')).toBe(2);
+    expect(workEventRegistry().versionOf('WorkSubmitted')).toBe(3);
+  });
+
+  it('a version-1 or version-2 WorkSubmitted envelope decodes as a version-3 unit of the work API, fingerprint and tenant kept', () => {
+    const payload = {
+      work_id: 'old2',
+      session_id: 's',
+      purpose: 'execute',
+      token_fingerprint: tokenFingerprint(TOKEN),
+      tenant_id: 'acme',
+      route: [{ provider: 'p', model: 'm' }],
+      messages: [{ role: 'user', content: 'hi' }],
+      limits: resolveLimits(undefined),
+      at: '2026-01-01T00:00:00.000Z',
+    };
+    const envelope = (version: number, body: object) =>
+      JSON.stringify({
+        event_id: `e${version}`,
+        type: 'WorkSubmitted',
+        schema_version: version,
+        aggregate_id: 'old2',
+        occurred_at: '2026-01-01T00:00:00.000Z',
+        payload: body,
+      });
+    const { token_fingerprint: _f, ...v1 } = payload;
+    for (const [version, body] of [
+      [2, payload],
+      [1, { ...v1, token: TOKEN }],
+    ] as const) {
+      const decoded = workEventRegistry().decode(envelope(version, body));
+      if (!decoded.ok) throw new Error(JSON.stringify(decoded));
+      expect(decoded.value.schemaVersion).toBe(3);
+      expect(decoded.value.payload).toEqual({ ...payload, entrypoint: 'work' });
+    }
   });
 });

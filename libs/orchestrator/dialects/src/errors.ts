@@ -26,7 +26,20 @@ export function dialectError(dialect: Dialect, error: NeutralError): DialectErro
   return { status: row.status, headers, body };
 }
 
-/** The kind of an authority deny reason: a rate limit is 429; a credential that stopped verifying is 401; any other refusal is the budget's. */
+/**
+ * The authority's deny reason as a code: a reason that already is one (`rate_limited`) stays,
+ * a sentence ("requested cost exceeds max_cost_per_invocation") becomes its snake_case slug.
+ */
+export function reasonCode(reason: string): string {
+  const slug = reason
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 64);
+  return slug === '' ? 'denied' : slug;
+}
+
+/** The kind of an authority deny reason (as a code): a rate limit is 429; a credential that stopped verifying is 401; any other refusal is the budget's. */
 export function kindOfDenyReason(reason: string): ErrorKind {
   if (reason === 'rate_limited') return 'rate_limited';
   if (reason === 'capability_revoked' || reason === 'capability_expired' || reason === 'capability_unknown')

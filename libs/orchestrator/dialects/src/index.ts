@@ -24,7 +24,7 @@ export type { ChunkReading, ReplyMeta } from './openai.reply.js';
 export { AnthropicEventReader, AnthropicStreamWriter, anthropicReplyOut, anthropicUsage } from './anthropic.reply.js';
 export type { EventReading } from './anthropic.reply.js';
 export { ReplyBuilder, deltasOf } from './reply-builder.js';
-export { dialectError, kindOfDenyReason, kindOfStatus } from './errors.js';
+export { dialectError, kindOfDenyReason, kindOfStatus, reasonCode } from './errors.js';
 export type { DialectErrorResponse } from './errors.js';
 export {
   ANTHROPIC_STOP_OF,

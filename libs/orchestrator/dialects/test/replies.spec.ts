@@ -7,6 +7,7 @@ import {
   deltasOf,
   dialectError,
   kindOfDenyReason,
+  reasonCode,
   OpenAiChunkReader,
   OpenAiStreamWriter,
   openAiReplyOut,
@@ -293,5 +294,13 @@ describe('errors in each dialect shape, with the statuses the SDKs understand', 
     ['capability_revoked', 'auth'],
   ])('the authority deny reason %s is a %s error', (reason, kind) => {
     expect(kindOfDenyReason(reason)).toBe(kind);
+  });
+
+  it.each([
+    ['rate_limited', 'rate_limited'],
+    ['requested cost exceeds max_cost_per_invocation', 'requested_cost_exceeds_max_cost_per_invocation'],
+    ['budget exhausted', 'budget_exhausted'],
+  ])('the deny reason %s is the code %s', (reason, code) => {
+    expect(reasonCode(reason)).toBe(code);
   });
 });

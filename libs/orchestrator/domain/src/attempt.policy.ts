@@ -11,7 +11,7 @@ import {
   type WorkStatus,
   type WorkUnitState,
 } from './work-unit.state.js';
-import type { AttemptReason, RouteLeg, WorkLimits } from './work-unit.types.js';
+import type { AttemptReason, OpaqueJson, RouteLeg, WorkLimits } from './work-unit.types.js';
 
 export type NextStep =
   | { readonly kind: 'idle'; readonly status: WorkStatus }
@@ -23,7 +23,13 @@ export type NextStep =
       readonly outcome: HoldOutcomeKind;
       readonly cost_units?: bigint;
     }
-  | { readonly kind: 'complete'; readonly winning_attempt: number; readonly output: string }
+  | {
+      readonly kind: 'complete';
+      readonly winning_attempt: number;
+      readonly output: string;
+      readonly output_parts?: readonly OpaqueJson[];
+      readonly stop_reason?: string;
+    }
   | { readonly kind: 'abort'; readonly reason: string; readonly partial_output?: string }
   | { readonly kind: 'fail'; readonly code: FailureCode; readonly error: string }
   | DispatchStep;
@@ -59,7 +65,13 @@ export function planNext(state: WorkUnitState, jitter: number): NextStep {
   const last = state.attempts.at(-1);
   if (last?.settled && !last.hold) return holdStep(last);
   if (last?.settled?.output !== undefined)
-    return { kind: 'complete', winning_attempt: last.ordinal, output: last.settled.output };
+    return {
+      kind: 'complete',
+      winning_attempt: last.ordinal,
+      output: last.settled.output,
+      ...(last.settled.output_parts === undefined ? {} : { output_parts: last.settled.output_parts }),
+      ...(last.settled.stop_reason === undefined ? {} : { stop_reason: last.settled.stop_reason }),
+    };
   if (last?.settled?.settlement === 'cancelled')
     return abortStep(last.settled.error ?? 'aborted mid-stream', last.settled.partial_output);
   if (state.abort) return abortStep(state.abort.reason, undefined);

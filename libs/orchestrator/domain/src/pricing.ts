@@ -1,7 +1,7 @@
 // Cost arithmetic for LLM dispatches, in integer minor units (bigint), rounding up:
 // a hold must never be smaller than what the provider can bill.
 import type { ModelPrice } from './work-unit.events.js';
-import type { ChatMessage, Usage } from './work-unit.types.js';
+import type { ChatMessage, OpaqueJson, Usage } from './work-unit.types.js';
 
 const TOKENS_PER_MTOK = 1_000_000n;
 /** Roughly four characters per token for English text and code in common tokenizers. */
@@ -14,9 +14,15 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
  * ceil(characters / 4) plus 4 framing tokens per message. It only sizes the hold; the
  * realized cost always comes from the provider's usage.
  */
-export function estimatePromptTokens(messages: readonly ChatMessage[]): number {
+export function estimatePromptTokens(messages: readonly ChatMessage[], options?: OpaqueJson): number {
   let chars = 0;
-  for (const message of messages) chars += message.role.length + message.content.length;
+  for (const message of messages) {
+    chars += message.role.length + message.content.length;
+    // Structured parts (tool calls and results, images) are prompt too; their JSON length over-counts, which a hold may.
+    if (message.parts) chars += JSON.stringify(message.parts).length;
+  }
+  // Tool definitions are sent with every call and billed as prompt.
+  if (options) chars += JSON.stringify(options).length;
   return Math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE) + MESSAGE_OVERHEAD_TOKENS * messages.length;
 }
 
@@ -31,9 +37,15 @@ function units(value: number, what: string): bigint {
 }
 
 /** The hold for one attempt: input price × estimated prompt tokens + output price × max_tokens. */
-export function worstCaseCostUnits(price: ModelPrice, messages: readonly ChatMessage[], maxTokens: number): bigint {
+export function worstCaseCostUnits(
+  price: ModelPrice,
+  messages: readonly ChatMessage[],
+  maxTokens: number,
+  options?: OpaqueJson,
+): bigint {
   const input =
-    units(estimatePromptTokens(messages), 'prompt tokens') * units(price.input_per_mtok_units, 'input_per_mtok_units');
+    units(estimatePromptTokens(messages, options), 'prompt tokens') *
+    units(price.input_per_mtok_units, 'input_per_mtok_units');
   const output = units(maxTokens, 'max_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
   return ceilDiv(input + output, TOKENS_PER_MTOK);
 }

@@ -3,7 +3,9 @@
 import type { FailureCode, ModelPrice } from './work-unit.events.js';
 import type {
   ChatMessage,
+  Entrypoint,
   FailureDomain,
+  OpaqueJson,
   Purpose,
   RouteLeg,
   Settlement,
@@ -30,6 +32,9 @@ export interface SubmitWork extends CommandMeta {
   readonly route: readonly RouteLeg[];
   readonly messages: readonly ChatMessage[];
   readonly limits?: WorkLimitsInput;
+  /** Absent means the work API. */
+  readonly entrypoint?: Entrypoint;
+  readonly options?: OpaqueJson;
 }
 
 export interface RequestAbort extends CommandMeta {
@@ -62,6 +67,8 @@ export interface AttemptOutcome {
   readonly usage?: Usage;
   readonly error?: string;
   readonly output?: string;
+  readonly output_parts?: readonly OpaqueJson[];
+  readonly stop_reason?: string;
   readonly partial_output?: string;
   readonly retry_after_ms?: number;
   readonly http_status?: number;
@@ -94,6 +101,8 @@ export interface RefuseAttempt extends CommandMeta {
   readonly ordinal: number;
   readonly code: Extract<FailureCode, 'admission_denied' | 'unpriced_model' | 'credential_unavailable'>;
   readonly error: string;
+  readonly reason?: string;
+  readonly retry_after_ms?: number;
 }
 
 export type WorkCommand =

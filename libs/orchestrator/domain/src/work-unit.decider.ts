@@ -100,7 +100,11 @@ export function decide(command: WorkCommand, state: WorkUnitState): Decision {
       const step = planNext(state, 0);
       if (step.kind !== 'dispatch' || step.ordinal !== command.ordinal)
         return reject('stale_step', staleMessage(command.ordinal, step));
-      return accept(command, [{ type: 'WorkFailed', ...base, code: command.code, error: command.error }]);
+      const why = {
+        ...(command.reason === undefined ? {} : { reason: command.reason }),
+        ...(command.retry_after_ms === undefined ? {} : { retry_after_ms: command.retry_after_ms }),
+      };
+      return accept(command, [{ type: 'WorkFailed', ...base, code: command.code, error: command.error, ...why }]);
     }
   }
 }
@@ -114,7 +118,14 @@ function decideConclude(command: WorkCommand, state: WorkUnitState, base: { work
   switch (step.kind) {
     case 'complete':
       return accept(command, [
-        { type: 'WorkCompleted', ...base, winning_attempt: step.winning_attempt, output: step.output },
+        {
+          type: 'WorkCompleted',
+          ...base,
+          winning_attempt: step.winning_attempt,
+          output: step.output,
+          ...(step.output_parts === undefined ? {} : { output_parts: step.output_parts }),
+          ...(step.stop_reason === undefined ? {} : { stop_reason: step.stop_reason }),
+        },
       ]);
     case 'abort':
       return accept(command, [
@@ -140,7 +151,7 @@ export function applySettlementRule(outcome: AttemptOutcome): AttemptOutcome {
   if (outcome.settlement === 'ok' && !outcome.usage) return { ...outcome, settlement: 'unknown' };
   if (outcome.settlement !== 'ok' && outcome.output !== undefined) {
     // Only a completed reply may carry `output`; anything else keeps it as partial output.
-    const { output, ...rest } = outcome;
+    const { output, output_parts: _parts, ...rest } = outcome;
     return { ...rest, partial_output: rest.partial_output ?? output };
   }
   return outcome;
@@ -157,8 +168,14 @@ function decideSubmit(command: SubmitWork, state: WorkUnitState): Decision {
     // Recorded only outside the default tenant, so units from before tenants compare equal on a re-send.
     ...(command.tenant_id === undefined || command.tenant_id === 'default' ? {} : { tenant_id: command.tenant_id }),
     route: command.route.map((l) => ({ provider: l.provider, model: l.model })),
-    messages: command.messages.map((m) => ({ role: m.role, content: m.content })),
+    messages: command.messages.map((m) => ({
+      role: m.role,
+      content: m.content,
+      ...(m.parts === undefined ? {} : { parts: m.parts }),
+    })),
     limits,
+    entrypoint: command.entrypoint ?? 'work',
+    ...(command.options === undefined ? {} : { options: command.options }),
     at: command.at,
   };
   if (state.work) {

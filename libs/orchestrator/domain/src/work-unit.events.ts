@@ -4,7 +4,9 @@
 import type {
   AttemptReason,
   ChatMessage,
+  Entrypoint,
   FailureDomain,
+  OpaqueJson,
   Purpose,
   RouteLeg,
   Settlement,
@@ -34,6 +36,13 @@ export interface WorkSubmitted {
   readonly route: readonly RouteLeg[];
   readonly messages: readonly ChatMessage[];
   readonly limits: WorkLimits;
+  /** Version 3: the API the unit came in by (older units came in by the work API). */
+  readonly entrypoint: Entrypoint;
+  /**
+   * What the call asks of the provider beyond its messages (tools, tool choice, sampling,
+   * stop sequences, fields passed through), as the dialect translation's neutral options.
+   */
+  readonly options?: OpaqueJson;
   readonly at: string;
 }
 
@@ -76,6 +85,10 @@ export interface AttemptSettled {
   readonly error?: string;
   /** The reply, present exactly when the provider delivered a complete one. */
   readonly output?: string;
+  /** The reply's structured parts (text and tool calls, in order) when it has more than text. */
+  readonly output_parts?: readonly OpaqueJson[];
+  /** Why the model stopped (neutral: end_turn, max_tokens, stop_sequence, tool_use, content_filter). */
+  readonly stop_reason?: string;
   readonly partial_output?: string;
   readonly retry_after_ms?: number;
   /** The provider's HTTP status when it answered; it separates auth (401/403) from rate limits. */
@@ -113,6 +126,8 @@ export interface WorkCompleted {
   readonly work_id: string;
   readonly winning_attempt: number;
   readonly output: string;
+  readonly output_parts?: readonly OpaqueJson[];
+  readonly stop_reason?: string;
   readonly at: string;
 }
 
@@ -132,6 +147,10 @@ export interface WorkFailed {
   readonly work_id: string;
   readonly code: FailureCode;
   readonly error: string;
+  /** The budget authority's deny reason, for `admission_denied` (e.g. total_cost_limit_reached, rate_limited). */
+  readonly reason?: string;
+  /** When the authority says when to try again (a rate limit). */
+  readonly retry_after_ms?: number;
   readonly at: string;
 }
 

@@ -3,7 +3,7 @@
 // event): the decider only emits events that keep them, so a violation is a bug or a
 // corrupted stream and must stop the worker loudly.
 import type { HoldOutcomeKind, ModelPrice, WorkEvent, WorkSubmitted } from './work-unit.events.js';
-import type { AttemptReason, FailureDomain, Settlement, Usage } from './work-unit.types.js';
+import type { AttemptReason, FailureDomain, OpaqueJson, Settlement, Usage } from './work-unit.types.js';
 
 export type WorkStatus = 'absent' | 'queued' | 'running' | 'completed' | 'failed' | 'aborted';
 
@@ -14,6 +14,8 @@ export interface AttemptSettlement {
   readonly usage?: Usage;
   readonly error?: string;
   readonly output?: string;
+  readonly output_parts?: readonly OpaqueJson[];
+  readonly stop_reason?: string;
   readonly partial_output?: string;
   readonly retry_after_ms?: number;
   readonly http_status?: number;
@@ -49,8 +51,20 @@ export interface WorkUnitState {
   readonly work?: Omit<WorkSubmitted, 'type'>;
   readonly attempts: readonly AttemptState[];
   readonly abort?: { readonly reason: string; readonly at: string };
-  readonly completion?: { readonly winning_attempt: number; readonly output: string; readonly at: string };
-  readonly failure?: { readonly code: string; readonly error: string; readonly at: string };
+  readonly completion?: {
+    readonly winning_attempt: number;
+    readonly output: string;
+    readonly output_parts?: readonly OpaqueJson[];
+    readonly stop_reason?: string;
+    readonly at: string;
+  };
+  readonly failure?: {
+    readonly code: string;
+    readonly error: string;
+    readonly reason?: string;
+    readonly retry_after_ms?: number;
+    readonly at: string;
+  };
   readonly aborted?: { readonly reason: string; readonly partial_output?: string; readonly at: string };
 }
 
@@ -113,10 +127,26 @@ export function evolve(state: WorkUnitState, event: WorkEvent): WorkUnitState {
       return {
         ...state,
         status: 'completed',
-        completion: { winning_attempt: event.winning_attempt, output: event.output, at: event.at },
+        completion: {
+          winning_attempt: event.winning_attempt,
+          output: event.output,
+          ...(event.output_parts === undefined ? {} : { output_parts: event.output_parts }),
+          ...(event.stop_reason === undefined ? {} : { stop_reason: event.stop_reason }),
+          at: event.at,
+        },
       };
     case 'WorkFailed':
-      return { ...state, status: 'failed', failure: { code: event.code, error: event.error, at: event.at } };
+      return {
+        ...state,
+        status: 'failed',
+        failure: {
+          code: event.code,
+          error: event.error,
+          ...(event.reason === undefined ? {} : { reason: event.reason }),
+          ...(event.retry_after_ms === undefined ? {} : { retry_after_ms: event.retry_after_ms }),
+          at: event.at,
+        },
+      };
     case 'WorkAborted':
       return {
         ...state,

@@ -1,7 +1,7 @@
 // The vocabulary of a work unit: purposes, failure domains, settlements, legs and limits.
 // These are the same words the HTTP API and the provider gateway use, in lower case.
 
-export const PURPOSES = ['plan', 'execute', 'summarize', 'verify', 'voice_synthesis'] as const;
+export const PURPOSES = ['plan', 'execute', 'summarize', 'verify', 'voice_synthesis', 'tool_call'] as const;
 export type Purpose = (typeof PURPOSES)[number];
 
 export const FAILURE_DOMAINS = ['account', 'provider', 'model', 'request', 'network', 'deadline', 'unknown'] as const;
@@ -26,10 +26,23 @@ export interface RouteLeg {
   readonly model: string;
 }
 
+/** A JSON object the domain carries without interpreting it (content parts, call options). */
+export type OpaqueJson = Readonly<Record<string, unknown>>;
+
 export interface ChatMessage {
   readonly role: string;
+  /** The message's text: what the session projection shows. */
   readonly content: string;
+  /**
+   * The structured content the text alone does not carry (images, tool calls, tool results),
+   * as the dialect translation's neutral parts; absent for plain text.
+   */
+  readonly parts?: readonly OpaqueJson[];
 }
+
+/** Which API a unit came in by: the work API, a drop-in dialect, or an MCP tool call. */
+export const ENTRYPOINTS = ['work', 'chat_completions', 'messages', 'mcp'] as const;
+export type Entrypoint = (typeof ENTRYPOINTS)[number];
 
 /** Limits as submitted: everything optional; `resolveLimits` fills the documented defaults. */
 export interface WorkLimitsInput {

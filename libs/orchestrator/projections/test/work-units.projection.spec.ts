@@ -42,6 +42,7 @@ function unitEvents(workId: string, sessionId: string, prompt: string, reply: st
       session_id: sessionId,
       purpose: 'execute',
       token_fingerprint: 'fingerprint-of-tok',
+      entrypoint: 'work',
       route: [{ provider: 'p', model: 'm' }],
       messages: [{ role: 'user', content: prompt }],
       limits: resolveLimits({}),

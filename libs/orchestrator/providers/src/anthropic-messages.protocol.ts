@@ -1,15 +1,16 @@
 // Anthropic Messages with streaming: typed SSE events message_start (input tokens),
-// content_block_delta (text), message_delta (final output tokens), message_stop, error.
-// Unknown event types are ignored because Anthropic documents that new ones may appear.
+// content_block_* (text and tool_use blocks), message_delta (stop reason, final output
+// tokens), message_stop, error. Unknown event types are ignored because Anthropic documents
+// that new ones may appear. The body and the event reading are the dialect library's (ADR 0035).
+import { AnthropicEventReader, anthropicRequestOut, type Delta, type StopReason } from '@tally/orchestrator-dialects';
 import {
   inStreamFailure,
   isObject,
-  OutputBuffer,
+  neutralRequestOf,
   parseJsonObject,
-  StreamProtocolError,
-  tokenCount,
+  protocolErrorOf,
+  ReplyAccumulator,
   truncate,
-  type JsonObject,
   type ProviderProtocol,
   type StreamDecoder,
 } from './provider-protocol.js';
@@ -35,36 +36,32 @@ const ERROR_STATUS: Record<string, number> = {
 export const anthropicMessagesProtocol: ProviderProtocol = {
   path: '/messages',
   headers: (apiKey) => ({ 'x-api-key': apiKey, 'anthropic-version': ANTHROPIC_VERSION }),
-  body: (req: DispatchRequest) => JSON.stringify(anthropicBody(req)),
-  createDecoder: (outputMaxChars) => new AnthropicMessagesDecoder(outputMaxChars),
+  body: (req: DispatchRequest) => JSON.stringify(anthropicRequestOut(neutralRequestOf(req), req.model, req.max_tokens)),
+  createDecoder: (outputMaxChars, onDelta) => new AnthropicMessagesDecoder(outputMaxChars, onDelta),
   errorDetail: (body) => anthropicErrorDetail(body),
 };
 
-/** Anthropic takes system prompts as a top-level field, not as messages. */
-function anthropicBody(req: DispatchRequest): JsonObject {
-  const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
-  const messages = req.messages.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content }));
-  const body: JsonObject = { model: req.model, max_tokens: req.max_tokens, messages, stream: true };
-  if (system.length > 0) body['system'] = system.join('\n\n');
-  return body;
-}
-
 class AnthropicMessagesDecoder implements StreamDecoder {
-  private readonly buffer: OutputBuffer;
-  private inputTokens: number | undefined;
-  private outputTokens: number | undefined;
+  private readonly reply: ReplyAccumulator;
+  private readonly reader = new AnthropicEventReader();
+  private finish: StopReason | undefined;
   private done = false;
 
-  constructor(outputMaxChars: number) {
-    this.buffer = new OutputBuffer(outputMaxChars);
+  constructor(outputMaxChars: number, onDelta?: (delta: Delta) => void) {
+    this.reply = new ReplyAccumulator(outputMaxChars, onDelta);
   }
 
   get output(): string {
-    return this.buffer.text;
+    return this.reply.text;
+  }
+  get parts() {
+    return this.reply.parts;
+  }
+  get stopReason(): string | undefined {
+    return this.finish;
   }
   get usage(): Usage | undefined {
-    if (this.inputTokens === undefined || this.outputTokens === undefined) return undefined;
-    return { input_tokens: this.inputTokens, output_tokens: this.outputTokens };
+    return this.reader.usage;
   }
   get complete(): boolean {
     return this.done;
@@ -77,63 +74,20 @@ class AnthropicMessagesDecoder implements StreamDecoder {
     if (this.done) return undefined;
     const data = parseJsonObject(event.data, `${event.event} event`);
     const type = typeof data['type'] === 'string' ? data['type'] : event.event;
-    switch (type) {
-      case 'message_start':
-        this.messageStart(data['message']);
-        return undefined;
-      case 'content_block_start':
-        this.contentBlockStart(data['content_block']);
-        return undefined;
-      case 'content_block_delta':
-        this.contentBlockDelta(data['delta']);
-        return undefined;
-      case 'message_delta':
-        this.messageDelta(data['usage']);
-        return undefined;
-      case 'message_stop':
-        this.done = true;
-        return undefined;
-      case 'error':
-        return this.errorEvent(data['error']);
-      default:
-        return undefined; // ping, content_block_stop and future event types.
+    let reading;
+    try {
+      reading = this.reader.read(type, data);
+    } catch (error) {
+      protocolErrorOf(error);
     }
-  }
-
-  private messageStart(message: unknown): void {
-    if (!isObject(message)) throw new StreamProtocolError('message_start without a message object');
-    const usage = message['usage'];
-    if (isObject(usage) && usage['input_tokens'] !== undefined)
-      this.inputTokens = tokenCount(usage['input_tokens'], 'input_tokens');
-  }
-
-  private contentBlockStart(block: unknown): void {
-    if (!isObject(block)) throw new StreamProtocolError('content_block_start without a content_block object');
-    if (block['type'] === 'text' && typeof block['text'] === 'string') this.buffer.append(block['text']);
-  }
-
-  private contentBlockDelta(delta: unknown): void {
-    if (!isObject(delta)) throw new StreamProtocolError('content_block_delta without a delta object');
-    if (delta['type'] !== 'text_delta') return; // Tool-input and thinking deltas are not output text.
-    if (typeof delta['text'] !== 'string') throw new StreamProtocolError('text_delta without text');
-    this.buffer.append(delta['text']);
-  }
-
-  /** message_delta carries the cumulative output count; newer API versions may restate input too. */
-  private messageDelta(usage: unknown): void {
-    if (usage === undefined || usage === null) return;
-    if (!isObject(usage)) throw new StreamProtocolError('message_delta usage is not an object');
-    if (usage['output_tokens'] !== undefined) this.outputTokens = tokenCount(usage['output_tokens'], 'output_tokens');
-    if (usage['input_tokens'] !== undefined && usage['input_tokens'] !== null) {
-      this.inputTokens = tokenCount(usage['input_tokens'], 'input_tokens');
+    if (reading.error) {
+      const label = `${reading.error.type}: ${truncate(reading.error.message, 300)}`;
+      return inStreamFailure(ERROR_STATUS[reading.error.type] ?? 500, label, !this.reply.empty);
     }
-  }
-
-  private errorEvent(error: unknown): ClassifiedFailure {
-    const fields: JsonObject = isObject(error) ? error : {};
-    const type = typeof fields['type'] === 'string' ? fields['type'] : 'api_error';
-    const label = `${type}: ${truncate(String(fields['message'] ?? ''), 300)}`;
-    return inStreamFailure(ERROR_STATUS[type] ?? 500, label, !this.buffer.empty);
+    this.reply.add(reading.deltas);
+    if (reading.finish) this.finish = reading.finish;
+    if (reading.done) this.done = true;
+    return undefined;
   }
 }
 

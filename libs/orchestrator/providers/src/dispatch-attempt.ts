@@ -5,7 +5,7 @@ import { AttemptWatchdog } from './attempt-watchdog.js';
 import { classifyHttpStatus, describeError, isNetworkError, type ClassifiedFailure } from './failure-classification.js';
 import { readBodyBounded, type HttpTransport } from './http-transport.js';
 import { StreamProtocolError, type ProviderProtocol, type StreamDecoder } from './provider-protocol.js';
-import type { DispatchOutcome, DispatchRequest } from './provider-gateway.types.js';
+import type { DispatchDelta, DispatchOutcome, DispatchRequest } from './provider-gateway.types.js';
 import { SseOverflowError, SseParser } from './sse-parser.js';
 
 /** How long the body may stay open after the terminal event (see finishBody). */
@@ -43,10 +43,11 @@ export async function runAttempt(
   req: DispatchRequest,
   signal: AbortSignal,
   onProgress?: () => void,
+  onDelta?: (delta: DispatchDelta) => void,
 ): Promise<DispatchOutcome> {
   const state: AttemptState = {
     watchdog: new AttemptWatchdog(signal, req.timeout_ms, target.limits.idleTimeoutMs),
-    decoder: target.protocol.createDecoder(target.limits.outputMaxChars),
+    decoder: target.protocol.createDecoder(target.limits.outputMaxChars, onDelta),
     streaming: false,
     startedMs: performance.now(),
   };
@@ -81,6 +82,9 @@ export async function runAttempt(
     }
     const ok: DispatchOutcome = { kind: 'ok', output: state.decoder.output, latency_ms: elapsedMs(state) };
     if (state.decoder.usage) ok.usage = state.decoder.usage;
+    const parts = state.decoder.parts;
+    if (parts) ok.output_parts = parts as unknown as Readonly<Record<string, unknown>>[];
+    if (state.decoder.stopReason) ok.stop_reason = state.decoder.stopReason;
     return ok;
   } catch (err) {
     return failed(state, classifyThrown(err, state));

@@ -1,4 +1,5 @@
 export type {
+  DispatchDelta,
   DispatchOutcome,
   DispatchRequest,
   FailureDomain,

@@ -1,12 +1,14 @@
 // OpenAI-compatible Chat Completions with SSE streaming: `data: {chunk}` lines ending with
-// `data: [DONE]`; with stream_options.include_usage the last chunk carries the usage.
+// `data: [DONE]`; with stream_options.include_usage the last chunk carries the usage. The
+// request body and the chunk reading are the dialect library's (ADR 0035).
+import { OpenAiChunkReader, openAiRequestOut, type Delta, type StopReason } from '@tally/orchestrator-dialects';
 import {
   inStreamFailure,
   isObject,
-  OutputBuffer,
+  neutralRequestOf,
   parseJsonObject,
-  StreamProtocolError,
-  tokenCount,
+  protocolErrorOf,
+  ReplyAccumulator,
   truncate,
   type JsonObject,
   type ProviderProtocol,
@@ -33,37 +35,37 @@ const ERROR_STATUS: Record<string, number> = {
 export const openAiChatProtocol: ProviderProtocol = {
   path: '/chat/completions',
   headers: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
-  body: (req: DispatchRequest) =>
-    JSON.stringify({
-      model: req.model,
-      messages: req.messages,
-      max_tokens: req.max_tokens,
-      stream: true,
-      stream_options: { include_usage: true },
-    }),
-  createDecoder: (outputMaxChars) => new OpenAiChatDecoder(outputMaxChars),
+  body: (req: DispatchRequest) => JSON.stringify(openAiRequestOut(neutralRequestOf(req), req.model, req.max_tokens)),
+  createDecoder: (outputMaxChars, onDelta) => new OpenAiChatDecoder(outputMaxChars, onDelta),
   errorDetail: (body) => openAiErrorDetail(body),
 };
 
 class OpenAiChatDecoder implements StreamDecoder {
-  private readonly buffer: OutputBuffer;
+  private readonly reply: ReplyAccumulator;
+  private readonly reader = new OpenAiChunkReader();
   private usageValue: Usage | undefined;
+  private finish: StopReason | undefined;
   private done = false;
-  private finished = false;
 
-  constructor(outputMaxChars: number) {
-    this.buffer = new OutputBuffer(outputMaxChars);
+  constructor(outputMaxChars: number, onDelta?: (delta: Delta) => void) {
+    this.reply = new ReplyAccumulator(outputMaxChars, onDelta);
   }
 
   get output(): string {
-    return this.buffer.text;
+    return this.reply.text;
+  }
+  get parts() {
+    return this.reply.parts;
+  }
+  get stopReason(): string | undefined {
+    return this.finish;
   }
   get usage(): Usage | undefined {
     return this.usageValue;
   }
   /** `[DONE]` is the terminator; a finish_reason followed by a clean close is accepted too. */
   get complete(): boolean {
-    return this.done || this.finished;
+    return this.done || this.finish !== undefined;
   }
   get terminated(): boolean {
     return this.done;
@@ -77,33 +79,16 @@ class OpenAiChatDecoder implements StreamDecoder {
     }
     const chunk = parseJsonObject(event.data, 'chat completion chunk');
     if (chunk['error'] !== undefined) return this.errorEvent(chunk['error']);
-    this.readChoice(chunk['choices']);
-    if (chunk['usage'] !== undefined && chunk['usage'] !== null) this.readUsage(chunk['usage']);
-    return undefined;
-  }
-
-  private readChoice(choices: unknown): void {
-    if (choices === undefined || choices === null) return;
-    if (!Array.isArray(choices)) throw new StreamProtocolError('choices is not an array');
-    const choice: unknown = choices.find((c: unknown) => isObject(c) && c['index'] === 0) ?? choices[0];
-    if (choice === undefined) return; // The usage chunk has an empty choices array.
-    if (!isObject(choice)) throw new StreamProtocolError('choice is not an object');
-    const delta = choice['delta'];
-    if (isObject(delta)) {
-      const content = delta['content'];
-      if (typeof content === 'string') this.buffer.append(content);
-      else if (content !== undefined && content !== null)
-        throw new StreamProtocolError('delta.content is not a string');
+    let reading;
+    try {
+      reading = this.reader.read(chunk);
+    } catch (error) {
+      protocolErrorOf(error);
     }
-    if (typeof choice['finish_reason'] === 'string') this.finished = true;
-  }
-
-  private readUsage(usage: unknown): void {
-    if (!isObject(usage)) throw new StreamProtocolError('usage is not an object');
-    this.usageValue = {
-      input_tokens: tokenCount(usage['prompt_tokens'], 'prompt_tokens'),
-      output_tokens: tokenCount(usage['completion_tokens'], 'completion_tokens'),
-    };
+    this.reply.add(reading.deltas);
+    if (reading.finish) this.finish = reading.finish;
+    if (reading.usage) this.usageValue = reading.usage;
+    return undefined;
   }
 
   private errorEvent(error: unknown): ClassifiedFailure {
@@ -111,7 +96,7 @@ class OpenAiChatDecoder implements StreamDecoder {
     const key = [fields['code'], fields['type']].find((k): k is string => typeof k === 'string' && k in ERROR_STATUS);
     const status = key === undefined ? 500 : (ERROR_STATUS[key] ?? 500);
     const label = `${String(fields['code'] ?? fields['type'] ?? 'error')}: ${truncate(String(fields['message'] ?? ''), 300)}`;
-    return inStreamFailure(status, label, !this.buffer.empty);
+    return inStreamFailure(status, label, !this.reply.empty);
   }
 }
 

@@ -1,5 +1,8 @@
 // What differs between provider APIs: how a request is written and how the event stream is
 // read. Everything else (HTTP, watchdog, classification, breaker) is shared by the gateway.
+// Both directions go through the dialect library's neutral model, so a unit that came in
+// in either dialect reaches either provider kind.
+import { isObject, ReplyBuilder, type Delta, type NeutralRequest, type Part } from '@tally/orchestrator-dialects';
 import { classifyHttpStatus, type ClassifiedFailure } from './failure-classification.js';
 import type { DispatchRequest, Usage } from './provider-gateway.types.js';
 import type { SseEvent } from './sse-parser.js';
@@ -19,6 +22,9 @@ export interface StreamDecoder {
    */
   onEvent(event: SseEvent): ClassifiedFailure | undefined;
   readonly output: string;
+  /** The reply's parts, present when it has more than text (tool calls). */
+  readonly parts: Part[] | undefined;
+  readonly stopReason: string | undefined;
   /** Set only when the provider reported both token counts; absent means unknown, never zero. */
   readonly usage: Usage | undefined;
   /** The message is whole: the provider signalled its end (or, for OpenAI, a finish_reason and a clean close). */
@@ -32,12 +38,66 @@ export interface ProviderProtocol {
   readonly path: string;
   headers(apiKey: string): Record<string, string>;
   body(req: DispatchRequest): string;
-  createDecoder(outputMaxChars: number): StreamDecoder;
+  createDecoder(outputMaxChars: number, onDelta?: (delta: Delta) => void): StreamDecoder;
   /** Extracts a short human-readable reason from an error response body. */
   errorDetail(body: string): string;
 }
 
 export type JsonObject = Record<string, unknown>;
+
+/** The unit's request in the neutral model: its messages (parts when recorded, else text) and call options. */
+export function neutralRequestOf(req: DispatchRequest): NeutralRequest {
+  const options = (req.options ?? {}) as Partial<NeutralRequest>;
+  return {
+    model: req.model,
+    messages: req.messages.map((m) => ({
+      role: (m.role === 'system' || m.role === 'assistant' || m.role === 'tool'
+        ? m.role
+        : 'user') as NeutralRequest['messages'][number]['role'],
+      parts: (m.parts as Part[] | undefined) ?? [{ type: 'text', text: m.content }],
+    })),
+    ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.tool_choice ? { tool_choice: options.tool_choice } : {}),
+    sampling: options.sampling ?? {},
+    stream: true,
+    ...(options.passthrough ? { passthrough: options.passthrough } : {}),
+  };
+}
+
+/** Accumulates a streamed reply with an explicit bound, forwarding each delta as it arrives. */
+export class ReplyAccumulator {
+  private readonly builder: ReplyBuilder;
+  constructor(
+    maxChars: number,
+    private readonly onDelta?: (delta: Delta) => void,
+  ) {
+    this.builder = new ReplyBuilder(maxChars);
+  }
+
+  add(deltas: readonly Delta[]): void {
+    for (const delta of deltas) {
+      try {
+        this.builder.add(delta);
+      } catch (error) {
+        throw new StreamProtocolError(error instanceof Error ? error.message : String(error));
+      }
+      this.onDelta?.(delta);
+    }
+  }
+
+  get text(): string {
+    return this.builder.text;
+  }
+
+  get empty(): boolean {
+    return this.builder.empty;
+  }
+
+  /** Parts only when the reply has tool calls: a text reply is its text. */
+  get parts(): Part[] | undefined {
+    return this.builder.hasToolCalls ? this.builder.snapshot() : undefined;
+  }
+}
 
 export function parseJsonObject(data: string, what: string): JsonObject {
   let value: unknown;
@@ -50,42 +110,16 @@ export function parseJsonObject(data: string, what: string): JsonObject {
   return value;
 }
 
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-export function tokenCount(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new StreamProtocolError(`usage.${field} is not a non-negative integer: ${JSON.stringify(value)}`);
-  }
-  return value;
-}
+export { isObject };
 
 export function truncate(text: string, maxChars: number): string {
   return text.length <= maxChars ? text : `${text.slice(0, maxChars)}…`;
 }
 
-/** Accumulates streamed text with an explicit bound, because a runaway stream must not exhaust memory. */
-export class OutputBuffer {
-  private parts: string[] = [];
-  private chars = 0;
-  constructor(private readonly maxChars: number) {}
-
-  append(text: string): void {
-    if (text === '') return;
-    this.chars += text.length;
-    if (this.chars > this.maxChars) throw new StreamProtocolError(`output exceeded ${this.maxChars} characters`);
-    this.parts.push(text);
-  }
-
-  get text(): string {
-    if (this.parts.length > 1) this.parts = [this.parts.join('')];
-    return this.parts[0] ?? '';
-  }
-
-  get empty(): boolean {
-    return this.chars === 0;
-  }
+/** A TypeError from a dialect reader means the provider's stream did not have its shape. */
+export function protocolErrorOf(error: unknown): never {
+  if (error instanceof TypeError) throw new StreamProtocolError(error.message);
+  throw error;
 }
 
 /**

@@ -7,7 +7,7 @@ import { describeError } from './failure-classification.js';
 import { HttpTransport, type ConnectionLimits } from './http-transport.js';
 import { openAiChatProtocol } from './openai-chat.protocol.js';
 import type { ModelPrice, ProviderKind, ProviderSettings } from './provider-config.types.js';
-import type { DispatchOutcome, DispatchRequest, ProviderGateway } from './provider-gateway.types.js';
+import type { DispatchDelta, DispatchOutcome, DispatchRequest, ProviderGateway } from './provider-gateway.types.js';
 import type { ProviderProtocol } from './provider-protocol.js';
 
 export interface GatewayOptions {
@@ -84,7 +84,12 @@ export class ProviderRegistry implements ProviderGateway {
    * nothing can have been billed: an unknown provider (request/failed) and an open breaker
    * (network/failed, with retry_after_ms = time until the breaker lets a probe through).
    */
-  async dispatch(req: DispatchRequest, signal: AbortSignal, onProgress?: () => void): Promise<DispatchOutcome> {
+  async dispatch(
+    req: DispatchRequest,
+    signal: AbortSignal,
+    onProgress?: () => void,
+    onDelta?: (delta: DispatchDelta) => void,
+  ): Promise<DispatchOutcome> {
     const entry = this.entries.get(req.provider);
     if (!entry)
       return {
@@ -122,7 +127,7 @@ export class ProviderRegistry implements ProviderGateway {
         apiKey: entry.apiKey,
         limits: this.options.attempt,
       };
-      outcome = await runAttempt(target, req, signal, onProgress);
+      outcome = await runAttempt(target, req, signal, onProgress, onDelta);
     } catch (err) {
       // runAttempt classifies every provider failure; reaching here is a bug, but the attempt
       // may have been sent, so it is settled unknown rather than thrown at the worker.

@@ -65,6 +65,7 @@ describe.each(KINDS)('streaming (%s)', (kind) => {
     expect(await dispatchOnce(kind, request(model))).toEqual({
       kind: 'ok',
       output: 'a',
+      stop_reason: 'end_turn',
       usage: { input_tokens: 1234, output_tokens: 567 },
       latency_ms: expect.any(Number),
     });
