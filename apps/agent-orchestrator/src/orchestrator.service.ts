@@ -4,7 +4,14 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import type { BudgetPort } from '@tally/orchestrator-application';
 import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-providers';
 import { projector } from './projector.js';
-import type { BackgroundTask, HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
+import {
+  oidcVerifierOf,
+  type BackgroundTask,
+  type HostContext,
+  type ServiceDefinition,
+  type TallyConfig,
+} from '@tally/platform-app';
+import type { OidcVerifier } from '@tally/platform-auth';
 import { CoreCommandClient, JetStreamCommandClient, type CommandSender } from '@tally/platform-nest';
 import { JetStreamBudgetPort } from './budget/jetstream-budget.port.js';
 import { UnmeteredBudgetPort } from './budget/unmetered-budget.port.js';
@@ -34,13 +41,15 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
   let runtime: OrchestratorRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildRuntime(ctx));
   let directory: DirectoryRuntime | undefined;
+  // Read before anything connects, so a bad JWKS file stops the boot at once, naming the setting.
+  const oidc = oidcVerifierOf(config);
   return {
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: orchestratorOpenApi,
     access: async (ctx) => {
-      directory = await startOrchestratorDirectory(ctx);
+      directory = await startOrchestratorDirectory(ctx, oidc);
       return directory.authenticator();
     },
     module: (ctx): DynamicModule => {
@@ -78,14 +87,14 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
 }
 
 /** The orchestrator reads the directory (keys, tenants, signing keys) and never writes it. */
-function startOrchestratorDirectory(ctx: HostContext): Promise<DirectoryRuntime> {
+function startOrchestratorDirectory(ctx: HostContext, oidc: OidcVerifier | undefined): Promise<DirectoryRuntime> {
   return startDirectory({
     js: ctx.nats.js,
     jsm: ctx.nats.jsm,
     names: ctx.nats.names,
     publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
     adminKey: ctx.config.auth.admin_key,
-    oidc: undefined,
+    oidc,
     staleAfterMs: ctx.config.auth.directory_stale_after_ms,
     freshnessCheckMs: ctx.config.auth.directory_freshness_check_ms,
     keysPerTenantMax: ctx.config.auth.keys_per_tenant_max,

@@ -1,6 +1,6 @@
 // The budget-authority's composition: which projections, HTTP controllers, command
 // handlers and background loops it runs on the shared service host.
-import type { HostContext, ServiceDefinition, TallyConfig } from '@tally/platform-app';
+import { oidcVerifierOf, type HostContext, type ServiceDefinition, type TallyConfig } from '@tally/platform-app';
 import { startDirectoryOf } from './runtime/directory.js';
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { AuthorityModule } from './authority.module.js';
@@ -23,6 +23,8 @@ const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
   const extras = loadAuthorityExtras(config);
   const signer = authoritySigner(config);
+  // Read before anything connects, so a bad JWKS file stops the boot at once, naming the setting.
+  const oidc = oidcVerifierOf(config);
   let runtime: AuthorityRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
   let directory: DirectoryRuntime | undefined;
@@ -36,7 +38,7 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
     access: async (ctx) => {
-      directory = await startDirectoryOf(ctx, signer);
+      directory = await startDirectoryOf(ctx, signer, oidc);
       return directory.authenticator();
     },
     module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf()),

@@ -4,3 +4,4 @@ export * from './scripted-provider.js';
 export * from './namespace-cleanup.js';
 export * from './stream-specs.js';
 export * from './nats-auth.js';
+export * from './oidc-issuer.js';

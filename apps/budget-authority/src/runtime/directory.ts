@@ -4,15 +4,20 @@
 import { startDirectory, type DirectoryRuntime } from '@tally/directory-service';
 import type { Ed25519Signer } from '@tally/budget-infrastructure';
 import type { HostContext } from '@tally/platform-app';
+import type { OidcVerifier } from '@tally/platform-auth';
 
-export async function startDirectoryOf(ctx: HostContext, signer: Ed25519Signer): Promise<DirectoryRuntime> {
+export async function startDirectoryOf(
+  ctx: HostContext,
+  signer: Ed25519Signer,
+  oidc: OidcVerifier | undefined,
+): Promise<DirectoryRuntime> {
   const directory = await startDirectory({
     js: ctx.nats.js,
     jsm: ctx.nats.jsm,
     names: ctx.nats.names,
     publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
     adminKey: ctx.config.auth.admin_key,
-    oidc: undefined,
+    oidc,
     staleAfterMs: ctx.config.auth.directory_stale_after_ms,
     freshnessCheckMs: ctx.config.auth.directory_freshness_check_ms,
     keysPerTenantMax: ctx.config.auth.keys_per_tenant_max,

@@ -3,7 +3,7 @@
 // uses. The authority also gets the directory commands, since only it writes the directory.
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { TallyNames } from '@tally/contracts';
-import { Authenticator, type CapabilityVerifier, type OidcVerifier } from '@tally/platform-auth';
+import { Authenticator, knownTenantsOnly, type CapabilityVerifier, type OidcVerifier } from '@tally/platform-auth';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
 import { CapabilityTokenVerifier } from './capability-tokens.js';
 import { DirectoryCommands } from './directory-commands.js';
@@ -68,6 +68,8 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
     viewWaitMs: 10_000,
     keysPerTenantMax: o.keysPerTenantMax,
   });
+  // A token of an identity provider can name any tenant; Tally acts only in those its ledger created.
+  const oidc = o.oidc && knownTenantsOnly(o.oidc, (tenantId) => view.tenant(tenantId) !== undefined);
   return {
     view,
     keys,
@@ -77,7 +79,7 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
       new Authenticator({
         ...(o.adminKey === undefined ? {} : { adminKey: o.adminKey }),
         operatorKeys: view,
-        ...(o.oidc === undefined ? {} : { oidc: o.oidc }),
+        ...(oidc === undefined ? {} : { oidc }),
         capabilities,
         nowMs: o.nowMs,
       }),

@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
 import { ModelPrice, TallyConfig } from './config.schema.js';
 import { natsLoginProblems } from './nats-credentials.js';
+import { validateOidcIssuers } from './oidc-settings.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -67,6 +68,7 @@ export function validateConfig(raw: Record<string, unknown>, sources: Map<string
   );
   errors.push(...validatePrices(config));
   if (errors.every((e) => !e.field.startsWith('nats'))) errors.push(...natsLoginProblems(config.nats));
+  if (Array.isArray(config.auth?.oidc)) errors.push(...validateOidcIssuers(config.auth.oidc));
   if (errors.length > 0) {
     throw new ConfigError(errors.map((e) => `${e.field}: ${e.message}${sourceOf(e.field, sources)}`));
   }
@@ -135,7 +137,10 @@ function setPath(
 ) {
   const keys = path.split('.');
   let node = target;
-  for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>;
+  // A numeric segment indexes a list: TALLY__AUTH__OIDC__0__ISSUER sets auth.oidc[0].issuer.
+  keys.slice(0, -1).forEach((key, i) => {
+    node = (node[key] ??= /^\d+$/.test(keys[i + 1]!) ? [] : {}) as Record<string, unknown>;
+  });
   node[keys[keys.length - 1]!] = value;
   sources.set(path, origin);
 }

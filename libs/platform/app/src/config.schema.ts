@@ -157,7 +157,7 @@ export class OidcIssuerConfig {
   @IsString() @Length(1, 256) audience!: string;
   /** Where the issuer publishes its keys (cached, refetched on an unknown kid); or jwks_file. */
   @IsOptional() @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }) jwks_url?: string;
-  @IsOptional() @IsString() jwks_file?: string;
+  @IsOptional() @IsString() @Length(1, 4096) jwks_file?: string;
   /** The claims that carry the tenant and the role. */
   @IsString() @Length(1, 128) tenant_claim = 'tenant';
   @IsString() @Length(1, 128) role_claim = 'role';

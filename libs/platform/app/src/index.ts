@@ -15,3 +15,5 @@ export * from './projection-set.js';
 export * from './replay.js';
 export * from './stream-watch.js';
 export * from './nats-credentials.js';
+export * from './oidc-settings.js';
+export * from './oidc-config.js';

@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config.loader.js';
+import { oidcVerifierOf } from '../src/oidc-config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tally-config-'));
 function file(name: string, text: string): string {
@@ -94,5 +95,60 @@ describe('configuration', () => {
 
   it('TALLY__SECTION__KEY overrides any setting', () => {
     expect(loadConfig({ TALLY__CONSUMERS__ACK_WAIT_MS: '45000' }).consumers.ack_wait_ms).toBe(45000);
+  });
+
+  it('issue 8 OIDC: an issuer is configured from the file or as TALLY__AUTH__OIDC__<n>__<setting>', () => {
+    const env = {
+      TALLY__AUTH__OIDC__0__ISSUER: 'https://idp.example',
+      TALLY__AUTH__OIDC__0__AUDIENCE: 'tally-api',
+      TALLY__AUTH__OIDC__0__JWKS_URL: 'https://idp.example/jwks.json',
+      TALLY__AUTH__OIDC__0__ROLE_MAP__OPS: 'admin',
+    };
+    const [issuer] = loadConfig(env).auth.oidc;
+    expect(issuer).toMatchObject({ issuer: 'https://idp.example', role_claim: 'role', role_map: { ops: 'admin' } });
+    expect(issuer!.clock_skew_seconds).toBe(60);
+  });
+
+  it('issue 8 OIDC: one JWKS source each, https unless loopback, each issuer once, known roles', () => {
+    const issuer = { issuer: 'https://idp.example', audience: 'tally-api' };
+    const config = file(
+      'oidc.json',
+      JSON.stringify({
+        auth: {
+          oidc: [
+            issuer,
+            { ...issuer, jwks_url: 'http://idp.example/jwks', jwks_file: '/etc/jwks.json' },
+            { ...issuer, issuer: 'https://b.example', jwks_url: 'http://idp.example/jwks', role_map: { x: 'root' } },
+            { ...issuer, issuer: 'https://c.example', jwks_url: 'http://127.0.0.1:9/jwks', clock_skew_seconds: 3600 },
+          ],
+        },
+      }),
+    );
+    const problems = problemsOf(() => loadConfig({ TALLY_CONFIG: config })).join('\n');
+    expect(problems).toMatch(/auth\.oidc\.0\.jwks_url: set exactly one of jwks_url and jwks_file/);
+    expect(problems).toMatch(/auth\.oidc\.1\.jwks_url: set exactly one/);
+    expect(problems).toMatch(/auth\.oidc\.1\.issuer: this issuer is configured twice/);
+    expect(problems).toMatch(/auth\.oidc\.2\.jwks_url: must be https/);
+    expect(problems).toMatch(/auth\.oidc\.2\.role_map\.x: must be one of admin, issuer, reader/);
+    expect(problems).toMatch(/auth\.oidc\.3\.clock_skew_seconds/);
+    expect(problems).not.toMatch(/auth\.oidc\.3\.jwks_url/);
+  });
+
+  it('issue 8 OIDC: an unreadable or malformed JWKS file stops the boot naming the setting', () => {
+    const configWith = (jwksFile: string) =>
+      loadConfig({
+        TALLY__AUTH__OIDC__0__ISSUER: 'https://idp.example',
+        TALLY__AUTH__OIDC__0__AUDIENCE: 'tally-api',
+        TALLY__AUTH__OIDC__0__JWKS_FILE: jwksFile,
+      });
+    expect(problemsOf(() => oidcVerifierOf(configWith(join(dir, 'none.json')))).join()).toMatch(
+      /auth\.oidc\.0\.jwks_file: cannot read .*none\.json: ENOENT/,
+    );
+    expect(problemsOf(() => oidcVerifierOf(configWith(file('jwks-bad.json', '{"keys": []}')))).join()).toMatch(
+      /auth\.oidc\.0\.jwks_file: .* is not a JWKS/,
+    );
+    const jwk = { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'k1' };
+    expect(oidcVerifierOf(configWith(file('jwks.json', JSON.stringify({ keys: [jwk] }))))).toBeDefined();
+    expect(oidcVerifierOf(loadConfig({}))).toBeUndefined();
   });
 });

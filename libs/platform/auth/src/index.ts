@@ -4,3 +4,4 @@ export * from './operator-keys.js';
 export * from './credentials.js';
 export * from './authenticator.js';
 export * from './access.guard.js';
+export * from './oidc-verifier.js';
