@@ -8,11 +8,18 @@ import {
   moneyToWire,
   type AdmitCommandDto,
   type FieldError,
+  type IncreaseHoldDto,
   type IssueCapabilityDto,
   type SettleCommandDto,
 } from '@tally/contracts';
-import type { AdmitCommand, AdmitDecision, IssueCapabilityCommand, SettleCommand } from '@tally/budget-application';
-import type { AdmitContext, Grant, SettleOutcome } from '@tally/budget-domain';
+import type {
+  AdmitCommand,
+  AdmitDecision,
+  IncreaseCommand,
+  IssueCapabilityCommand,
+  SettleCommand,
+} from '@tally/budget-application';
+import type { AdmitContext, BudgetReset, Grant, SettleOutcome } from '@tally/budget-domain';
 import { canonicalJson } from '@tally/budget-infrastructure';
 
 export type Mapped<T> =
@@ -57,6 +64,8 @@ export function toAdmitCommand(dto: AdmitCommandDto, commandId: string, bearer?:
       ...(dto.requested_cost === undefined ? {} : { requested_cost: moneyFromWire(dto.requested_cost)! }),
       ...(dto.execution_nonce === undefined ? {} : { execution_nonce: dto.execution_nonce }),
       context,
+      ...(dto.requested_tokens === undefined ? {} : { requested_tokens: dto.requested_tokens }),
+      ...(dto.min_cost === undefined ? {} : { min_cost: moneyFromWire(dto.min_cost)! }),
     },
   };
 }
@@ -89,7 +98,24 @@ export function toSettleCommand(dto: SettleCommandDto, commandId: string): Mappe
       outcome = { kind: 'not_dispatched', reason: o.reason ?? o.message ?? 'not dispatched' };
       break;
   }
-  return { ok: true, command: { command_id: commandId, hold_id: dto.hold_id, outcome } };
+  return {
+    ok: true,
+    command: {
+      command_id: commandId,
+      hold_id: dto.hold_id,
+      outcome,
+      ...(o.tokens_used === undefined ? {} : { tokens_used: o.tokens_used }),
+    },
+  };
+}
+
+export function toIncreaseCommand(dto: IncreaseHoldDto, commandId: string): IncreaseCommand {
+  return {
+    command_id: commandId,
+    hold_id: dto.hold_id,
+    amount_units: moneyFromWire(dto.amount_units)!,
+    ...(dto.tokens === undefined ? {} : { tokens: dto.tokens }),
+  };
 }
 
 export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | undefined): IssueCapabilityCommand {
@@ -102,6 +128,10 @@ export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | unde
       : { max_cost_per_invocation: moneyFromWire(g.max_cost_per_invocation)! }),
     ...(g.max_total_cost_units === undefined ? {} : { max_total_cost_units: moneyFromWire(g.max_total_cost_units)! }),
     ...(g.currency === undefined ? {} : { currency: g.currency }),
+    ...(g.reset === undefined ? {} : { reset: resetOf(g.reset) }),
+    ...(g.rate_limits === undefined ? {} : { rate_limits: { ...g.rate_limits } }),
+    ...(g.alert_at_percent === undefined ? {} : { alert_at_percent: [...g.alert_at_percent] }),
+    ...(g.hold_cap_units === undefined ? {} : { hold_cap_units: moneyFromWire(g.hold_cap_units)! }),
   }));
   return {
     ...(commandId === undefined ? {} : { command_id: commandId }),
@@ -110,6 +140,15 @@ export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | unde
     grants,
     ...(dto.parent_id === undefined ? {} : { parent_id: dto.parent_id }),
     ...(dto.budget_share_units === undefined ? {} : { budget_share_units: moneyFromWire(dto.budget_share_units)! }),
+  };
+}
+
+/** `period_seconds` cuts time on the epoch; otherwise `every` in `timezone` (the domain names what is missing). */
+function resetOf(dto: NonNullable<IssueCapabilityDto['grants'][number]['reset']>): BudgetReset {
+  if (dto.period_seconds !== undefined) return { period_seconds: dto.period_seconds };
+  return {
+    every: dto.every as Extract<BudgetReset, { every: unknown }>['every'],
+    ...(dto.timezone === undefined ? {} : { timezone: dto.timezone }),
   };
 }
 
@@ -123,6 +162,8 @@ export function decisionToWire(decision: AdmitDecision): Record<string, unknown>
     dispatch: decision.dispatch,
     ...(decision.execution_nonce === undefined ? {} : { execution_nonce: decision.execution_nonce }),
     ...(decision.admission_proof === undefined ? {} : { admission_proof: decision.admission_proof }),
+    ...(decision.retry_after_ms === undefined ? {} : { retry_after_ms: decision.retry_after_ms }),
+    ...(decision.hold_units === undefined ? {} : { hold_units: decision.hold_units }),
     receipt: decision.receipt,
   }) as Record<string, unknown>;
 }

@@ -57,6 +57,10 @@ export class AdmitCommandDto {
   @IsOptional() @IsMoney() requested_cost?: WireMoney;
   @IsOptional() @IsString() @Length(1, 16_384) execution_nonce?: string;
   @IsOptional() @ValidateNested() @Type(() => AdmitContextDto) context?: AdmitContextDto;
+  /** Worst-case tokens of the call, held against the grant's tokens_per_minute. */
+  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) requested_tokens?: number;
+  /** The smallest hold the caller can use: a hold that does not fit whole is fitted down to it (hold_units). */
+  @IsOptional() @IsMoney() min_cost?: WireMoney;
 }
 
 export const SETTLE_KINDS = ['completed', 'failed_after_dispatch', 'elicitation_required', 'not_dispatched'] as const;
@@ -69,6 +73,8 @@ export class SettleOutcomeDto {
   @IsOptional() @IsIn(FAILURE_KINDS as unknown as string[]) failure?: (typeof FAILURE_KINDS)[number];
   @IsOptional() @IsString() @Length(0, 4_096) message?: string;
   @IsOptional() @IsString() @Length(0, 1_024) reason?: string;
+  /** Tokens the call used: corrects its share of the grant's tokens_per_minute. */
+  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens_used?: number;
 }
 
 /** The signed admission proof an Admit answered with; it is bound to its hold id. */
@@ -85,6 +91,49 @@ export class SettleCommandDto {
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
 }
 
+/** POST /v1/holds/{id}/increase and its NATS twin: raise an open hold within its grant. */
+export class IncreaseHoldDto {
+  @IsString() @Length(1, 1_024) hold_id!: string;
+  @IsMoney() amount_units!: WireMoney;
+  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
+  @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
+}
+
+/** Spend policy (http-api.md): a calendar period in an IANA zone, or period_seconds on the epoch. */
+export class ResetDto {
+  @IsOptional() @IsIn(['minute', 'hour', 'day', 'week', 'month']) every?: 'minute' | 'hour' | 'day' | 'week' | 'month';
+  @IsOptional() @IsString() @Length(1, 64) @IsTimeZone() timezone?: string;
+  @IsOptional() @IsInt() @Min(1) @Max(316_224_000) period_seconds?: number;
+}
+
+export class RateLimitsDto {
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) requests_per_minute?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) tokens_per_minute?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) max_concurrent?: number;
+}
+
+/** A zone Intl knows: the periods of a grant are cut in it. */
+export function IsTimeZone(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isTimeZone',
+      validator: {
+        validate: (value: unknown) => {
+          if (typeof value !== 'string') return false;
+          try {
+            new Intl.DateTimeFormat('en-US', { timeZone: value });
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        defaultMessage: (args) => `${args?.property} must be an IANA time zone, e.g. Europe/Berlin`,
+      },
+    },
+    options,
+  );
+}
+
 export class GrantDto {
   @IsString() @Length(1, 128) server_id!: string;
   @IsString() @Length(1, 128) tool_name!: string;
@@ -92,6 +141,15 @@ export class GrantDto {
   @IsOptional() @IsMoney() max_cost_per_invocation?: WireMoney;
   @IsOptional() @IsMoney() max_total_cost_units?: WireMoney;
   @IsOptional() @Matches(/^[A-Z]{3}$/) currency?: string;
+  @IsOptional() @ValidateNested() @Type(() => ResetDto) reset?: ResetDto;
+  @IsOptional() @ValidateNested() @Type(() => RateLimitsDto) rate_limits?: RateLimitsDto;
+  @IsOptional()
+  @ArrayMaxSize(16)
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(100, { each: true })
+  alert_at_percent?: number[];
+  @IsOptional() @IsMoney() hold_cap_units?: WireMoney;
 }
 
 export class IssueCapabilityDto {

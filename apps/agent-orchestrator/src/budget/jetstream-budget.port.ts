@@ -4,7 +4,7 @@
 // ordinal), so a redelivered unit gets the answer the first try got (the authority answers
 // a re-sent id from its ledger). A timeout throws: the outcome is unknown, the unit is not
 // dispatched, and its queue message is retried later with the same command ids (fail closed).
-import { moneyToWire, type AdmitCommandDto, type SettleCommandDto } from '@tally/contracts';
+import { moneyFromWire, moneyToWire, type AdmitCommandDto, type SettleCommandDto } from '@tally/contracts';
 import type {
   AdmitDecision,
   AdmitRequest,
@@ -26,8 +26,8 @@ interface AdmitReply {
   readonly reason?: string;
   readonly hold_id?: string;
   readonly grant_index?: number;
-  /** With a `rate_limited` deny (issue 11): when to try again, at the top level of the answer. */
   readonly retry_after_ms?: number;
+  readonly hold_units?: number | string;
   readonly receipt?: unknown;
 }
 
@@ -56,6 +56,8 @@ export class JetStreamBudgetPort implements BudgetPort {
       tool_name: request.tool_name,
       requested_cost: moneyToWire(request.requested_cost_units),
       context: { kind: 'session', session_id: request.context.session_id, work_id: request.context.work_id },
+      ...(request.requested_tokens === undefined ? {} : { requested_tokens: request.requested_tokens }),
+      ...(request.min_cost_units === undefined ? {} : { min_cost: moneyToWire(request.min_cost_units) }),
     };
     const reply = await this.client.send<AdmitReply>(
       'budget',
@@ -73,7 +75,12 @@ export class JetStreamBudgetPort implements BudgetPort {
       hold_id: request.hold_id,
       outcome:
         outcome.kind === 'completed'
-          ? { kind: 'completed', cost_units: moneyToWire(outcome.cost_units), currency: outcome.currency }
+          ? {
+              kind: 'completed',
+              cost_units: moneyToWire(outcome.cost_units),
+              currency: outcome.currency,
+              ...(outcome.tokens_used === undefined ? {} : { tokens_used: outcome.tokens_used }),
+            }
           : outcome.kind === 'failed_after_dispatch'
             ? { kind: 'failed_after_dispatch', failure: outcome.failure }
             : { kind: 'not_dispatched', reason: outcome.reason.slice(0, 1_024) },
@@ -104,8 +111,14 @@ export class JetStreamBudgetPort implements BudgetPort {
 export function admitDecisionOf(reply: CommandReply<AdmitReply>): AdmitDecision {
   if (!reply.ok) return { verdict: 'deny', reason: `${reply.error.type}: ${reply.error.message}` };
   const value = reply.value;
-  if (value.verdict === 'allow')
-    return { verdict: 'allow', ...(value.hold_id === undefined ? {} : { hold_id: value.hold_id }) };
+  if (value.verdict === 'allow') {
+    const held = value.hold_units === undefined ? undefined : moneyFromWire(value.hold_units);
+    return {
+      verdict: 'allow',
+      ...(value.hold_id === undefined ? {} : { hold_id: value.hold_id }),
+      ...(held === undefined ? {} : { hold_units: held }),
+    };
+  }
   const retry = value.retry_after_ms;
   return {
     verdict: 'deny',

@@ -1,20 +1,28 @@
 // POST /v1/admissions and POST /v1/settlements: the HTTP twins of the Admit and Settle
 // commands. Each call is a new command unless the caller sends an Idempotency-Key, so a
 // second Admit with an already admitted request id is a replay and is denied (B7).
-import { Body, Controller, Headers, HttpCode, Inject, Post } from '@nestjs/common';
-import { AdmitCommandDto, SettleCommandDto, type AdmissionProofDto } from '@tally/contracts';
+import { Body, Controller, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { AdmissionProofDto, AdmitCommandDto, IsMoney, SettleCommandDto, type WireMoney } from '@tally/contracts';
 import type { PublishedKeys } from '@tally/directory-service';
 import { Access, Caller, hasRole, possessionRefused, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
-import { IsString, Length } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
-import { decisionToWire, toAdmitCommand, toSettleCommand, wireJson } from '../command-mapping.js';
+import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 import { freshCommandId } from './http-support.js';
 
 export const PUBLISHED_KEYS = Symbol('PUBLISHED_KEYS');
 
 export class RedeemNonceDto {
   @IsString() @Length(1, 16_384) execution_nonce!: string;
+}
+
+/** POST /v1/holds/{id}/increase: the hold comes from the path. */
+export class IncreaseBodyDto {
+  @IsMoney() amount_units!: WireMoney;
+  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
+  @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
 }
 
 @Controller('v1')
@@ -52,6 +60,22 @@ export class AdmissionsController {
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
     const result = await this.authority.settle(mapped.command);
     return wireJson({ receipt: result.receipt });
+  }
+
+  /** Raises an open hold within its grant, up to the configured number of increases; each has its own receipt. */
+  @Post('holds/:id/increase')
+  @HttpCode(200)
+  @Access('issuer', 'possession')
+  async increase(
+    @Param('id') holdId: string,
+    @Body() body: IncreaseBodyDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Caller() caller: Principal,
+  ) {
+    if (!hasRole(caller, 'issuer') && !this.provesAdmission(body.admission_proof, holdId))
+      throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
+    const command = toIncreaseCommand({ hold_id: holdId, ...body }, freshCommandId(key));
+    return wireJson(await this.authority.increase(command));
   }
 
   /** Additive: a tool server consumes a nonce it was handed; false when invalid, expired or already consumed. */

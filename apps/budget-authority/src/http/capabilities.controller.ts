@@ -6,7 +6,7 @@ import { Access, Caller, possessionRefused, type Principal } from '@tally/platfo
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { toIssueCommand, wireJson } from '../command-mapping.js';
 import { CapabilityAccess } from './capability-access.js';
@@ -19,6 +19,15 @@ const EVENTS_LIMIT_DEFAULT = 100;
 export class EventsQueryDto {
   @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(1_000) grant_index?: number;
   @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(EVENTS_LIMIT_MAX) limit?: number;
+}
+
+export class UsageQueryDto {
+  /** `current` (default), `previous`, or an RFC 3339 time: the period that contains it. */
+  @IsOptional()
+  @Matches(/^(current|previous|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))$/, {
+    message: 'period must be current, previous or an RFC 3339 time',
+  })
+  period?: string;
 }
 
 export class HoldsQueryDto {
@@ -87,12 +96,22 @@ export class CapabilitiesController {
 
   @Get(':id/usage')
   @Access('reader', 'capability')
-  async usage(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
+  async usage(
+    @Param('id') id: string,
+    @Query() query: UsageQueryDto,
+    @Res({ passthrough: true }) res: HeaderSink,
+    @Caller() caller: Principal,
+  ) {
     this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const grants = await this.queries.usage(id);
     if (grants.length === 0) throw notFound('capability', id);
-    return wireJson({ id, grants });
+    // A grant with a reset shows its period (the current one, or the one asked for) and that period's figures.
+    const period = query.period ?? 'current';
+    const at = period === 'current' || period === 'previous' ? undefined : Date.parse(period);
+    const periods = await this.authority.periodUsage(id, at, period === 'previous');
+    const byIndex = new Map((periods ?? []).map((p) => [p.grant_index, p]));
+    return wireJson({ id, grants: grants.map((g) => byIndex.get(g.grant_index) ?? g) });
   }
 
   @Get(':id/events')

@@ -5,10 +5,10 @@
 // replica it reaches, and a re-run after a crash finishes what the first run left.
 import { Controller, Inject, UsePipes } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
-import { AdmitCommandDto, SettleCommandDto } from '@tally/contracts';
+import { AdmitCommandDto, IncreaseHoldDto, SettleCommandDto } from '@tally/contracts';
 import { commandValidationPipe, refuseWhenFull, validationError, type CommandContext } from '@tally/platform-nest';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
-import { decisionToWire, toAdmitCommand, toSettleCommand, wireJson } from '../command-mapping.js';
+import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 
 @Controller()
 export class BudgetCommandsController {
@@ -29,5 +29,12 @@ export class BudgetCommandsController {
     if (!mapped.ok) throw new RpcException(validationError(mapped.errors));
     const result = await refuseWhenFull(() => this.authority.settle(mapped.command));
     return wireJson({ receipt: result.receipt });
+  }
+
+  /** <ns>.req.budget.increase: raise an open hold within its grant (spend policy). */
+  @MessagePattern('increase')
+  @UsePipes(commandValidationPipe())
+  async increase(@Payload() body: IncreaseHoldDto, @Ctx() ctx: CommandContext): Promise<unknown> {
+    return wireJson(await refuseWhenFull(() => this.authority.increase(toIncreaseCommand(body, ctx.getCommandId()))));
   }
 }

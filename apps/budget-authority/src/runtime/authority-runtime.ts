@@ -42,6 +42,8 @@ export function authorityLimits(config: TallyConfig): BudgetAuthorityLimits {
     expireHoldsPerStepMax: a.sweep_batch_max,
     mutationListLimitMax: 1_000,
     receiptAppendAttemptsMax: 3,
+    holdIncreasesMax: a.hold_increases_max,
+    concurrencyRetryAfterMs: a.concurrency_retry_after_ms,
   };
 }
 

@@ -15,6 +15,10 @@ export interface BudgetAuthorityLimits extends TreeStoreLimits {
   readonly mutationListLimitMax: number;
   /** Appends of a receipt retried after a lost acknowledgement that the stream does not show. */
   readonly receiptAppendAttemptsMax: number;
+  /** The retry-after of a max_concurrent refusal (no window says when a hold closes). Default 1000. */
+  readonly concurrencyRetryAfterMs?: number;
+  /** How often one hold may be increased (POST /v1/holds/{id}/increase). Default 4. */
+  readonly holdIncreasesMax?: number;
 }
 
 export interface AuthorityContext {
@@ -51,4 +55,6 @@ export const Reasons = {
   capabilityInvalid: 'capability token is invalid',
   runtimeDenied: 'runtime admission denied',
   admitted: 'admitted',
+  rateLimited: 'rate_limited',
+  increased: 'increased',
 } as const;

@@ -22,6 +22,8 @@ import {
   type Revoked,
 } from './capability.handlers.js';
 import { expireHolds, type Expired } from './expire.handler.js';
+import { increaseHold, type IncreaseCommand, type IncreaseResult } from './increase.handler.js';
+import { periodUsage } from './usage-periods.js';
 import type { AdmissionHook, Clock, IdGenerator, PaymentRail, PublicKeyDescription, Signer } from './ports.js';
 import { allowAllAdmissionHook } from './ports.js';
 import { decisionFrom, rootOfReceiptId, signedReceipt, type AdmitDecision, type SignedReceipt } from './receipts.js';
@@ -82,6 +84,16 @@ export class BudgetAuthority {
 
   settle(command: SettleCommand): Promise<SettleResult> {
     return this.once(`settle:${command.command_id}`, () => settle(this.ctx, command));
+  }
+
+  /** Raises an open hold within its grant; each increase is an event with its own receipt. */
+  increase(command: IncreaseCommand): Promise<IncreaseResult> {
+    return this.once(`increase:${command.command_id}`, () => increaseHold(this.ctx, command));
+  }
+
+  /** The period containing `atMs` of each grant with a reset, with its figures (default: now). */
+  periodUsage(capabilityId: string, atMs?: number, previous = false) {
+    return periodUsage(this.ctx, capabilityId, atMs ?? this.ctx.clock.nowMs(), previous);
   }
 
   private once<T>(key: string, run: () => Promise<T>): Promise<T> {

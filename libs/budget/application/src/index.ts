@@ -15,3 +15,5 @@ export * from './capability.handlers.js';
 export * from './settle.handler.js';
 export * from './expire.handler.js';
 export * from './reconcile.handler.js';
+export * from './increase.handler.js';
+export * from './usage-periods.js';

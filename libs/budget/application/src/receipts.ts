@@ -16,7 +16,7 @@ export interface ReceiptMetadata {
 
 export interface ReceiptBody {
   readonly id: string;
-  readonly kind: 'admission' | 'settlement';
+  readonly kind: 'admission' | 'settlement' | 'increase';
   readonly verdict: 'allow' | 'deny';
   readonly reason: string | null;
   readonly command_id: string;
@@ -44,6 +44,8 @@ export interface AdmitDecision {
   readonly dispatch: boolean;
   readonly execution_nonce?: string;
   readonly admission_proof?: AdmissionProof;
+  readonly retry_after_ms?: number;
+  readonly hold_units?: number | string;
   readonly receipt: SignedReceipt;
 }
 
@@ -51,6 +53,10 @@ export interface DecisionExtras {
   readonly dispatch: boolean;
   readonly execution_nonce?: string;
   readonly admission_proof?: AdmissionProof;
+  /** A rate-limit refusal: when a retry can pass, as the window stood (http-api.md, Spend policy). */
+  readonly retry_after_ms?: number;
+  /** What the hold covers (wire money): less than requested when it was fitted down (min_cost). */
+  readonly hold_units?: number | string;
 }
 
 export const receiptIdFor = (rootId: string, commandId: string): string => `receipt:${rootId}:${commandId}`;

@@ -19,6 +19,8 @@ export interface SettleCommand {
   readonly command_id: string;
   readonly hold_id: string;
   readonly outcome: SettleOutcome;
+  /** Tokens the call used: corrects its share of tokens_per_minute (spend policy). */
+  readonly tokens_used?: number;
 }
 
 export interface SettleResult {
@@ -55,6 +57,8 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
       facts: [],
     });
   const plan = await planSettlement(ctx, state, hold, cmd.outcome, meta);
+  if (cmd.tokens_used !== undefined)
+    plan.facts = plan.facts.map((f) => (f.type === 'SettleHold' ? { ...f, tokens_used: cmd.tokens_used } : f));
   plan.facts.push(...(await releaseLease(ctx, hold, meta)));
   return finish(ctx, rootId, cmd, hold, { ...plan, meta });
 }

@@ -2,7 +2,7 @@
 // proofs. A token is `prefix.base64url(JSON claims).signature`; the signature is over the
 // canonical JSON of the claims, so any JSON spelling of the same claims verifies.
 import { moneyFromWire, moneyToWire } from '@tally/contracts';
-import type { Grant, NonceBinding } from '@tally/budget-domain';
+import type { BudgetReset, Grant, NonceBinding, RateLimits } from '@tally/budget-domain';
 import type { Signer } from './ports.js';
 
 export interface WireGrant {
@@ -12,6 +12,10 @@ export interface WireGrant {
   readonly max_cost_per_invocation?: number | string;
   readonly max_total_cost_units?: number | string;
   readonly currency?: string;
+  readonly reset?: BudgetReset;
+  readonly rate_limits?: RateLimits;
+  readonly alert_at_percent?: readonly number[];
+  readonly hold_cap_units?: number | string;
 }
 
 export interface CapabilityClaims {
@@ -122,6 +126,17 @@ export function grantToWire(grant: Grant): WireGrant {
       ? {}
       : { max_total_cost_units: moneyToWire(grant.max_total_cost_units) }),
     ...(grant.currency === undefined ? {} : { currency: grant.currency }),
+    ...policyFields(grant),
+    ...(grant.hold_cap_units === undefined ? {} : { hold_cap_units: moneyToWire(grant.hold_cap_units) }),
+  };
+}
+
+/** The spend-policy fields that are the same in the domain and on the wire. */
+function policyFields(grant: Grant | WireGrant) {
+  return {
+    ...(grant.reset === undefined ? {} : { reset: grant.reset }),
+    ...(grant.rate_limits === undefined ? {} : { rate_limits: grant.rate_limits }),
+    ...(grant.alert_at_percent === undefined ? {} : { alert_at_percent: grant.alert_at_percent }),
   };
 }
 
@@ -136,5 +151,7 @@ export function grantFromWire(grant: WireGrant): Grant {
     ...(perInvocation === undefined ? {} : { max_cost_per_invocation: perInvocation }),
     ...(total === undefined ? {} : { max_total_cost_units: total }),
     ...(grant.currency === undefined ? {} : { currency: grant.currency }),
+    ...policyFields(grant),
+    ...(grant.hold_cap_units === undefined ? {} : { hold_cap_units: moneyFromWire(grant.hold_cap_units)! }),
   };
 }

@@ -56,7 +56,13 @@ export function settleOutcomeOf(
   if (step.outcome === 'completed') {
     if (step.cost_units === undefined)
       throw new Error(`attempt ${attempt.ordinal}: a completed hold needs its realized cost`);
-    return { kind: 'completed', cost_units: step.cost_units, currency: attempt.price.currency };
+    const usage = settled?.usage;
+    return {
+      kind: 'completed',
+      cost_units: step.cost_units,
+      currency: attempt.price.currency,
+      ...(usage === undefined ? {} : { tokens_used: usage.input_tokens + usage.output_tokens }),
+    };
   }
   if (step.outcome === 'not_dispatched')
     return { kind: 'not_dispatched', reason: settled?.error ?? 'refused by the provider before generation' };

@@ -6,7 +6,6 @@
 // reloads). Every paid call is admitted first and settled after.
 import {
   planNext,
-  worstCaseCostUnits,
   type AttemptOutcome,
   type DispatchStep,
   type NextStep,
@@ -15,6 +14,7 @@ import {
 } from '@tally/orchestrator-domain';
 import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
 import { credentialFor } from './credential.js';
+import { admitFitted, fittedRequest, maxTokensFor } from './fitted-admission.js';
 import type {
   BudgetPort,
   Clock,
@@ -188,7 +188,6 @@ export class DispatchWorker {
       );
     }
     if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
-    const cost = worstCaseCostUnits(price, work.messages, work.limits.max_tokens, work.options);
     const ids = budgetCommandIds(workId, plan.ordinal);
     const context = {
       kind: 'work_unit',
@@ -197,15 +196,26 @@ export class DispatchWorker {
       purpose: work.purpose,
       ordinal: plan.ordinal,
     } as const;
-    const admission = await this.deps.budget.admit({
-      command_id: ids.admit,
-      request_id: ids.request_id,
-      token: token ?? '',
-      server_id: provider,
-      tool_name: model,
-      requested_cost_units: cost,
-      context,
-    });
+    const request = fittedRequest(
+      {
+        command_id: ids.admit,
+        request_id: ids.request_id,
+        token: token ?? '',
+        server_id: provider,
+        tool_name: model,
+        context,
+      },
+      price,
+      work.messages,
+      work.limits.max_tokens,
+      work.options,
+    );
+    const admission = await admitFitted(this.deps.budget, this.deps.sleep, request, work.limits, options.signal);
+    const cost = admission.hold_units ?? request.requested_cost_units;
+    const maxTokens =
+      admission.hold_units === undefined
+        ? work.limits.max_tokens
+        : maxTokensFor(price, work.messages, admission.hold_units, work.limits.max_tokens, work.options);
     if (admission.verdict !== 'allow' || !admission.hold_id) {
       const why =
         admission.verdict === 'allow'
@@ -231,7 +241,7 @@ export class DispatchWorker {
       price,
     });
     if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id);
-    const outcome = await this.callProvider(workId, started.view, plan, options);
+    const outcome = await this.callProvider(workId, started.view, plan, options, maxTokens);
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
     // First on the view we started from; only if someone wrote meanwhile (an abort), reload and retry.
     const first = await this.deps.repository.applyChain(workId, started.view, settle, (state) =>
@@ -274,6 +284,7 @@ export class DispatchWorker {
     view: WorkUnitView,
     plan: DispatchStep,
     options: ProcessOptions,
+    maxTokens: number,
   ): Promise<AttemptOutcome> {
     const work = requireWork(view.state);
     const abort = new AbortController();
@@ -298,7 +309,7 @@ export class DispatchWorker {
           content: m.content,
           ...(m.parts === undefined ? {} : { parts: m.parts }),
         })),
-        max_tokens: work.limits.max_tokens,
+        max_tokens: maxTokens,
         timeout_ms: work.limits.timeout_ms,
         ...(work.options === undefined ? {} : { options: work.options }),
       };

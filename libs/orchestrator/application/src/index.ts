@@ -7,3 +7,4 @@ export * from './work-unit.repository.js';
 export * from './attempt-outcome.mapping.js';
 export * from './dispatch-worker.js';
 export * from './work-units.js';
+export * from './fitted-admission.js';

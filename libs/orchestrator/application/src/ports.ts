@@ -78,20 +78,31 @@ export interface AdmitRequest {
   /** The worst case: price × (estimated prompt tokens + max_tokens), in minor units. */
   readonly requested_cost_units: bigint;
   readonly context: AdmissionContext;
+  /** Worst-case tokens (estimated prompt + max_tokens), held against a grant's tokens_per_minute. */
+  readonly requested_tokens?: number;
+  /** The smallest hold this call can use: a hold that does not fit whole comes back smaller (hold_units). */
+  readonly min_cost_units?: bigint;
 }
 
 export interface AdmitDecision {
   readonly verdict: 'allow' | 'deny';
   readonly reason?: string;
   readonly hold_id?: string;
-  /** With a `rate_limited` deny: when the caller may try again. */
+  /** A rate-limit refusal (reason rate_limited): when a new admission can pass. */
   readonly retry_after_ms?: number;
+  /** What the hold covers, when it was fitted below the requested cost. */
+  readonly hold_units?: bigint;
 }
 
 export type FailedAfterDispatchKind = 'cancellation' | 'deadline' | 'incomplete' | 'generic';
 
 export type SettleOutcome =
-  | { readonly kind: 'completed'; readonly cost_units: bigint; readonly currency: string }
+  | {
+      readonly kind: 'completed';
+      readonly cost_units: bigint;
+      readonly currency: string;
+      readonly tokens_used?: number;
+    }
   | { readonly kind: 'failed_after_dispatch'; readonly failure: FailedAfterDispatchKind }
   | { readonly kind: 'not_dispatched'; readonly reason: string };
 

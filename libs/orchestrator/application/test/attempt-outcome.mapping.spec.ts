@@ -81,7 +81,7 @@ describe('attempt outcome mapping', () => {
       settleOf(
         attempt({ domain: 'unknown', settlement: 'ok', latency_ms: 1, usage: { input_tokens: 5, output_tokens: 3 } }),
       ),
-    ).toEqual({ kind: 'completed', cost_units: 11n, currency: 'EUR' });
+    ).toEqual({ kind: 'completed', cost_units: 11n, currency: 'EUR', tokens_used: 8 });
     expect(settleOf(attempt({ domain: 'account', settlement: 'failed', latency_ms: 1, error: 'HTTP 429' }))).toEqual({
       kind: 'not_dispatched',
       reason: 'HTTP 429',

@@ -67,7 +67,7 @@ describe('dispatch worker', () => {
     // The unrated network attempt keeps its whole hold; the reply settles at its realized cost.
     expect(f.budget.effectiveSettles().map((s) => s.outcome)).toEqual([
       { kind: 'failed_after_dispatch', failure: 'incomplete' },
-      { kind: 'completed', cost_units: 11n, currency: 'USD' },
+      { kind: 'completed', cost_units: 11n, currency: 'USD', tokens_used: 8 },
     ]);
   });
 

@@ -103,6 +103,10 @@ export class AuthorityConfig {
   @IsIn(['simulated']) payment_rail = 'simulated' as const;
   /** Test-only: enables POST /v1/test/faults (docs/adr/0006-fault-injection.md). */
   @IsBoolean() fault_injection = false;
+  /** Spend policy: how often one hold may be increased (POST /v1/holds/{id}/increase). */
+  @IsInt() @Min(0) @Max(64) hold_increases_max = 4;
+  /** Spend policy: the retry_after_ms of a max_concurrent refusal (no window says when a hold closes). */
+  @IsInt() @Min(1) @Max(600_000) concurrency_retry_after_ms = 1_000;
 }
 
 export class ModelPrice {

@@ -26,6 +26,10 @@ export interface AdmitCommand {
   readonly requested_cost?: bigint;
   readonly execution_nonce?: string;
   readonly context: AdmitContext;
+  /** Worst-case tokens of the call (tokens_per_minute). */
+  readonly requested_tokens?: number;
+  /** The smallest hold the caller can use; without it a hold is the requested cost or nothing. */
+  readonly min_cost?: bigint;
 }
 
 /** The mutable working set of one Admit; the steps live in admit-steps.ts. */

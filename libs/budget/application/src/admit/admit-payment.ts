@@ -125,7 +125,9 @@ export async function allow(flow: AdmitFlow): Promise<AdmitDecision> {
   }
   facts.push({ type: 'AdmitInvocation', hold_id: hold.hold_id, now_ms: flow.now() });
   flow.meta.budget_authority.terminal = false;
-  const written = await flow.tryAnswer('allow', Reasons.admitted, { dispatch: true, admission_proof: proof }, facts);
+  // hold_units: what the hold covers, which is less than asked when it was fitted (min_cost).
+  const extras = { dispatch: true, admission_proof: proof, hold_units: moneyToWire(hold.exposure_units) };
+  const written = await flow.tryAnswer('allow', Reasons.admitted, extras, facts);
   if (written.kind === 'answered') return written.decision;
   // The nonce was consumed elsewhere (B16), or the hold changed under us: unwind before anything dispatches.
   if (flow.nonce)

@@ -23,6 +23,9 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
     context: cmd.context,
     hold_ttl_ms: flow.ctx.limits.holdTtlMs,
     now_ms: flow.now(),
+    ...(cmd.requested_tokens === undefined ? {} : { requested_tokens: cmd.requested_tokens }),
+    ...(cmd.min_cost === undefined ? {} : { min_cost: cmd.min_cost }),
+    concurrency_retry_after_ms: flow.ctx.limits.concurrencyRetryAfterMs ?? 1_000,
   };
   const out = await flow.ctx.trees.step(flow.root, () => [command]);
   if (out.kind === 'rejected') {
@@ -30,6 +33,12 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
     const answered = answeredCommand(out.state, cmd.command_id);
     if (answered) return decisionFrom(answered);
     if (resumeCaptured(flow, out.state)) return undefined;
+    if (out.rejection.code === 'rate_limited') {
+      // Transient: the answer says when to come back, and the caller (the orchestrator's worker) waits that long.
+      const retry_after_ms = out.rejection.retry_after_ms ?? 1_000;
+      flow.meta.budget_authority.rate_limit = { message: out.rejection.message, retry_after_ms };
+      return flow.answer('deny', Reasons.rateLimited, { dispatch: false, retry_after_ms });
+    }
     return flow.deny(out.rejection.message);
   }
   const holdId = (flow.preflight ? out.state.preflights : out.state.requests).get(cmd.request_id);
