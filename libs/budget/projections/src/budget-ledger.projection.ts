@@ -44,6 +44,7 @@ const HOLD_EVENTS = new Set([
   'SpendSettled',
   'HoldRetained',
   'InvocationAdmitted',
+  'HoldIncreased',
 ]);
 
 export function budgetLedgerProjection(options: BudgetLedgerOptions): Projection {
@@ -225,6 +226,13 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
     case 'InvocationAdmitted':
       next.status = 'admitted';
       break;
+    case 'HoldIncreased': {
+      // An incremental hold: more exposure on the same invocation.
+      const amount = money(data.amount_units!);
+      next.exposureUnits = hold.exposureUnits + amount;
+      batch.mutate(next, { ...base, invocations: 0, exposedUnits: amount, realizedUnits: 0n });
+      break;
+    }
   }
   batch.putHold(next);
 }

@@ -139,7 +139,7 @@ export class LedgerBatch {
     await bulkUpsert(m, HoldRow, rows(this.holds, this.dirty.holds), {
       ...opts,
       conflictColumns: ['holdId'],
-      updateColumns: ['status', 'captureCommitIndex', 'realizedUnits', 'lastSequence'],
+      updateColumns: ['status', 'captureCommitIndex', 'realizedUnits', 'exposureUnits', 'lastSequence'],
     });
     await bulkUpsert(m, AmbiguityRow, rows(this.ambiguities, this.dirty.ambiguities), {
       ...opts,

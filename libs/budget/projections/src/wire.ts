@@ -61,6 +61,8 @@ export interface HoldMutationWire {
   readonly cause?: string;
   readonly realized_units?: WireMoney;
   readonly actual_units?: WireMoney;
+  /** HoldIncreased: the exposure added. */
+  readonly amount_units?: WireMoney;
   readonly at_ms: number;
 }
 
