@@ -6,8 +6,16 @@ import { OrchestratorHarness } from '../orchestrator/orchestrator.harness.js';
 
 type Json = Record<string, unknown>;
 
-export function meteredHarness(prefix: string, env: Record<string, string> = {}): OrchestratorHarness {
-  return new OrchestratorHarness({ prefix, env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered', ...env } });
+export function meteredHarness(
+  prefix: string,
+  env: Record<string, string> = {},
+  config?: () => Record<string, unknown>,
+): OrchestratorHarness {
+  return new OrchestratorHarness({
+    prefix,
+    env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered', ...env },
+    ...(config ? { config } : {}),
+  });
 }
 
 export async function authorityCall(

@@ -33,6 +33,8 @@ export interface OrchestratorHarnessOptions {
   readonly env?: Record<string, string>;
   /** One scripted provider per process (to tell which process dispatched), or one shared. */
   readonly providerPerProcess?: boolean;
+  /** More settings for the config file beside the providers (e.g. tool_servers), read when it is written. */
+  readonly config?: () => Record<string, unknown>;
 }
 
 /** A projection database of its own: an SQLite file, or a PostgreSQL database when DATABASE_URL is set. */
@@ -169,6 +171,7 @@ export class OrchestratorHarness {
           { name: 'scripted', kind: 'openai', base_url: base, api_key_env: 'SCRIPTED_API_KEY', models },
           { name: 'scripted-anthropic', kind: 'anthropic', base_url: base, api_key_env: 'SCRIPTED_API_KEY', models },
         ],
+        ...this.options.config?.(),
       }),
     );
     const db = await this.projectionDatabase();

@@ -29,6 +29,11 @@ import { ChatCompletionsController, MessagesController } from './gateway/drop-in
 import { DropInGateway } from './gateway/drop-in-gateway.js';
 import { ModelCatalog } from './gateway/model-catalog.js';
 import { RejectedDropIn } from './gateway/rejected-drop-in.js';
+import { CapabilityGrants } from './mcp/capability-grants.js';
+import { McpController } from './mcp/mcp.controller.js';
+import { ToolAwareGateway } from './mcp/tool-aware-gateway.js';
+import { ToolCalls } from './mcp/tool-calls.js';
+import { ToolServers } from './mcp/tool-servers.js';
 import { startDirectory, type DirectoryRuntime } from '@tally/directory-service';
 
 /** Pause before re-sending an Admit or Settle that no authority replica took (one may be restarting). */
@@ -43,6 +48,13 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
   let directory: DirectoryRuntime | undefined;
   // Read before anything connects, so a bad JWKS file stops the boot at once, naming the setting.
   const oidc = oidcVerifierOf(config);
+  let tools: ToolServers | undefined;
+  const toolServersOf = () =>
+    (tools ??= new ToolServers(
+      config.tool_servers,
+      process.env,
+      config.providers.map((p) => p.name),
+    ));
   return {
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
@@ -58,12 +70,15 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       const catalog = new ModelCatalog(ctx.config.providers);
       return {
         module: OrchestratorModule,
-        controllers: [WorkController, SessionsController, ChatCompletionsController, MessagesController],
+        controllers: [WorkController, SessionsController, ChatCompletionsController, MessagesController, McpController],
         providers: [
           { provide: WorkSubmission, useValue: submission },
           { provide: ModelCatalog, useValue: catalog },
           { provide: DropInGateway, useValue: new DropInGateway(rt, submission, catalog) },
           { provide: RejectedDropIn, useValue: new RejectedDropIn(ctx) },
+          { provide: ToolServers, useValue: toolServersOf() },
+          { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
+          { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
           { provide: WorkReads, useValue: new WorkReads(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],
@@ -72,7 +87,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
     background: async (ctx) => {
       const rt = runtimeOf(ctx);
       // Tasks stop in list order: the submission subject stops taking work before the workers drain.
-      const workers = await startWorkers(rt);
+      const workers = await startWorkers(rt, toolServersOf());
       const o = ctx.config.orchestrator;
       const sweeper = startQueuedSweeper(rt, {
         intervalMs: o.queued_sweep_interval_ms,
@@ -103,7 +118,7 @@ function startOrchestratorDirectory(ctx: HostContext, oidc: OidcVerifier | undef
   });
 }
 
-async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> {
+async function startWorkers(rt: OrchestratorRuntime, toolServers: ToolServers): Promise<BackgroundTask[]> {
   const { config, logger, nats, readiness } = rt.ctx;
   const mode = config.orchestrator.budget_mode;
   readiness.add({
@@ -139,7 +154,8 @@ async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> 
         : new CoreCommandClient(nats.nc, { names: nats.names, retryDelayMs: BUDGET_RETRY_DELAY_MS });
     budget = new JetStreamBudgetPort(client, { replyTimeoutMs: config.orchestrator.budget_timeout_ms, attemptsMax: 3 });
   }
-  const workers = await startDispatchWorkers(rt, { gateway, prices: gateway, budget });
+  const tools = new ToolAwareGateway(gateway, toolServers);
+  const workers = await startDispatchWorkers(rt, { gateway: tools, prices: tools, budget });
   return [
     {
       name: 'dispatch-workers',
@@ -147,6 +163,7 @@ async function startWorkers(rt: OrchestratorRuntime): Promise<BackgroundTask[]> 
         await workers.stop();
         await client?.close();
         gateway.close();
+        await toolServers.close();
       },
     },
   ];

@@ -57,6 +57,7 @@ class PriceDto {
   @IsInt() @Min(0) input_per_mtok_units!: number;
   @IsInt() @Min(0) output_per_mtok_units!: number;
   @IsString() @Length(1, 16) currency!: string;
+  @IsOptional() @IsInt() @Min(0) per_call_units?: number;
 }
 
 class UsageDto {

@@ -47,7 +47,11 @@ export function worstCaseCostUnits(
     units(estimatePromptTokens(messages, options), 'prompt tokens') *
     units(price.input_per_mtok_units, 'input_per_mtok_units');
   const output = units(maxTokens, 'max_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
-  return ceilDiv(input + output, TOKENS_PER_MTOK);
+  return ceilDiv(input + output, TOKENS_PER_MTOK) + perCall(price);
+}
+
+function perCall(price: ModelPrice): bigint {
+  return price.per_call_units === undefined ? 0n : units(price.per_call_units, 'per_call_units');
 }
 
 /** The realized cost from the provider's reported usage. */
@@ -55,5 +59,5 @@ export function realizedCostUnits(price: ModelPrice, usage: Usage): bigint {
   const input = units(usage.input_tokens, 'input_tokens') * units(price.input_per_mtok_units, 'input_per_mtok_units');
   const output =
     units(usage.output_tokens, 'output_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
-  return ceilDiv(input + output, TOKENS_PER_MTOK);
+  return ceilDiv(input + output, TOKENS_PER_MTOK) + perCall(price);
 }

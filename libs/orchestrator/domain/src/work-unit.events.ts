@@ -19,6 +19,8 @@ export interface ModelPrice {
   readonly input_per_mtok_units: number;
   readonly output_per_mtok_units: number;
   readonly currency: string;
+  /** A flat price per call (a tool server's tool); added to the token prices, which are 0 for tools. */
+  readonly per_call_units?: number;
 }
 
 export interface WorkSubmitted {

@@ -123,6 +123,24 @@ export class ProviderConfig {
   @IsObject() models!: Record<string, ModelPrice>;
 }
 
+export class ToolPriceConfig {
+  @IsInt() @Min(0) @Max(1_000_000_000_000) cost_units_per_call!: number;
+  @IsString() @Length(3, 16) currency!: string;
+}
+
+/** An MCP tool server the orchestrator calls on agents' behalf (http-api.md, Drop-in endpoints). */
+export class ToolServerConfig {
+  /** The admission's server_id; tools are offered as `<name>__<tool>`. */
+  @Matches(/^[A-Za-z0-9_-]{1,64}$/) name!: string;
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }) url!: string;
+  /** Header name -> the environment variable that holds its value (credentials stay out of config). */
+  @IsOptional() @IsObject() headers_env?: Record<string, string>;
+  /** Only priced tools are offered (fail closed). */
+  @IsObject() tools!: Record<string, ToolPriceConfig>;
+  /** Per-call timeout: a call still running then is cut off and settled as a deadline failure (B5). */
+  @IsInt() @Min(100) @Max(3_600_000) timeout_ms = 30_000;
+}
+
 export class OrchestratorConfig {
   @IsInt() @Min(1) @Max(65_535) http_port = 7402;
   @IsInt() @Min(1) @Max(10_000) worker_concurrency = 256;
@@ -196,5 +214,10 @@ export class TallyConfig {
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
   @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] =
     [];
+  @IsArray()
+  @ArrayMaxSize(64)
+  @ValidateNested({ each: true })
+  @Type(() => ToolServerConfig)
+  tool_servers: ToolServerConfig[] = [];
   @IsIn(['debug', 'info', 'warn', 'error']) log_level: 'debug' | 'info' | 'warn' | 'error' = 'info';
 }
