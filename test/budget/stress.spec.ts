@@ -97,6 +97,8 @@ describe('B19 no overspend under concurrency, two replicas', () => {
       expect(comparison).toMatchObject({ usageEqual: true, receiptsEqual: true, digestEqual: true });
       expect(comparison.receipts).toBeGreaterThanOrEqual(ADMITS + ALLOWED);
       expect(comparison.resigned).toBe(comparison.receipts);
+      // Two authority processes raced on one tree, and every receipt's hash chain still links (issue 12 item 2).
+      expect(comparison.linked).toBe(comparison.receipts);
     } finally {
       await replayed.dispose();
       await live.destroy();

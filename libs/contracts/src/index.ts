@@ -7,3 +7,5 @@ export * from './commit.js';
 export * from './money.js';
 export * from './work.dto.js';
 export * from './budget.dto.js';
+export { canonicalJson } from './canonical-json.js';
+export * from './receipt-chain.js';

@@ -106,6 +106,8 @@ export interface Comparison {
   readonly digestEqual: boolean;
   readonly receipts: number;
   readonly resigned: number;
+  /** Receipts whose hash chain the rebuild re-checked as linked (issue 12 item 2). */
+  readonly linked: number;
 }
 
 export async function compareWithLive(live: DataSource, rebuilt: DataSource): Promise<Comparison> {
@@ -122,5 +124,6 @@ export async function compareWithLive(live: DataSource, rebuilt: DataSource): Pr
     digestEqual: (await projectionDigest(live, tables)) === (await projectionDigest(rebuilt, tables)),
     receipts: rebuiltReceipts.length,
     resigned: rebuiltReceipts.filter((r) => r.signatureCheck === 'resigned').length,
+    linked: rebuiltReceipts.filter((r) => r.chainCheck === 'linked').length,
   };
 }

@@ -42,7 +42,8 @@ export function fromStored(stored: StoredEvent): RecordedBudgetEvent {
   } as RecordedBudgetEvent;
 }
 
-function toWire(value: unknown): unknown {
+/** A domain value in wire form: what the stream holds for it. */
+export function toWire(value: unknown): unknown {
   if (typeof value === 'bigint') return moneyToWire(value);
   if (Array.isArray(value)) return value.map(toWire);
   if (value !== null && typeof value === 'object') {

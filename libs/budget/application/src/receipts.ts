@@ -31,6 +31,9 @@ export interface ReceiptBody {
   readonly issued_at: string;
   readonly key_id: string;
   readonly metadata: ReceiptMetadata;
+  /** Place in its chain and the hash it links to (ADR 0030); absent on receipts from before the chain. */
+  readonly chain_index?: number;
+  readonly prev_hash?: string;
 }
 
 export type SignedReceipt = ReceiptBody & { readonly signature: string };

@@ -1,6 +1,6 @@
 // Admission, settlement and the records around them: payment steps, leases, nonces,
 // ambiguities and receipts. Each is a fact the application learned from a port.
-import { minBig, maxBig } from './assert.js';
+import { assert, minBig, maxBig } from './assert.js';
 import type {
   AdmitInvocation,
   ConsumeNonce,
@@ -15,6 +15,7 @@ import type {
 import { accept, reject, type Decision } from './decision.js';
 import { EventIds, ambiguityId } from './ids.js';
 import { committedOf, type Hold } from './model.js';
+import { chainIndexOf, receiptChainKey, receiptChainOf } from './receipt-chain.js';
 import { limitedUsageOf, spendOf, type TreeState } from './state.js';
 
 const TERMINAL = new Set(['settled', 'retained', 'released', 'cancelled', 'reversed']);
@@ -188,6 +189,10 @@ export function decideResolve(command: ResolveAmbiguity, state: TreeState): Deci
 export function decideReceipt(command: RecordReceipt, state: TreeState): Decision {
   if (state.command_receipts.has(command.command_id) || state.receipts.has(command.receipt_id))
     return reject('command_already_answered', `command ${command.command_id} already has a receipt`);
+  // The writer took the index from this very state, so another one is a bug, not contention.
+  const index = chainIndexOf(command.receipt);
+  const chain = receiptChainOf(state, receiptChainKey(command.receipt['capability_id']));
+  assert(index === undefined || index === chain.next_index, `receipt ${command.receipt_id} is out of its chain`);
   const { type: _type, now_ms, ...fields } = command;
   return accept({
     type: 'ReceiptRecorded',

@@ -9,6 +9,7 @@ import type {
 } from './events.js';
 import { addPeriodUsage, enterWindows, growWindows, leaveWindows } from './evolve-policy.js';
 import { assertChainWithinLimits, assertSiblingShares } from './invariants.js';
+import { chainOnIssue, chainOnReceipt } from './receipt-chain.js';
 import type { Capability, Hold, HoldPayment, MutationKind, PaymentStatus } from './model.js';
 import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
 
@@ -28,7 +29,7 @@ export function evolve(state: TreeState, event: RecordedBudgetEvent): TreeState 
 function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
   switch (event.type) {
     case 'CapabilityIssued':
-      return issueCapability(state, event.data);
+      return chainOnIssue(issueCapability(state, event.data), event.event_id, event.data);
     case 'CapabilityRevoked':
       return revoke(state, event.data.revoked_ids, event.data.at_ms);
     case 'HoldAuthorized':
@@ -181,8 +182,14 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
       return { ...state, alerts: state.alerts.with(event.event_id.slice('alert:'.length), true) };
     case 'ReceiptRecorded': {
       const { at_ms: _at, receipt, ...rest } = event.data;
-      const receipts = new Map(state.receipts).set(rest.receipt_id, { ...rest, body: receipt });
-      return { ...state, receipts, command_receipts: state.command_receipts.with(rest.command_id, rest.receipt_id) };
+      const record = { ...rest, body: receipt };
+      const receipts = new Map(state.receipts).set(rest.receipt_id, record);
+      const next = {
+        ...state,
+        receipts,
+        command_receipts: state.command_receipts.with(rest.command_id, rest.receipt_id),
+      };
+      return chainOnReceipt(next, record);
     }
   }
 }

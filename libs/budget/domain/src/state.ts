@@ -1,6 +1,7 @@
 // The state of one delegation tree, folded from its events. Collections are read-only
 // maps; evolve replaces only the maps an event touches (copy on write).
 import { PersistentMap } from './persistent-map.js';
+import type { ReceiptChainHead } from './receipt-chain.js';
 import {
   ZERO_USAGE,
   committedOf,
@@ -38,6 +39,8 @@ export interface TreeState {
   readonly receipts: ReadonlyMap<string, ReceiptRecord>;
   /** Command id -> receipt id: a retried command gets its original answer. */
   readonly command_receipts: PersistentMap<string>;
+  /** Receipt chains by receiptChainKey: the next index and what it links to (ADR 0030). */
+  readonly receipt_chains: PersistentMap<ReceiptChainHead>;
   /** Mutation records per usage key, oldest first (B18). */
   readonly mutations: ReadonlyMap<string, readonly MutationRecord[]>;
   /** Usage per (capability, grant, period) for grants with a reset, keyed by periodKey. */
@@ -64,6 +67,7 @@ export function initialState(): TreeState {
     ambiguities: new Map(),
     receipts: new Map(),
     command_receipts: PersistentMap.empty(),
+    receipt_chains: PersistentMap.empty(),
     mutations: new Map(),
     period_usage: PersistentMap.empty(),
     windows: PersistentMap.empty(),

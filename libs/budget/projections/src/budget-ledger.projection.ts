@@ -7,6 +7,7 @@ import type { Projection } from '@tally/platform-typeorm';
 import type { EntityManager } from 'typeorm';
 import { AmbiguityRow, BUDGET_TABLES, CapabilityRow, HoldRow, ReceiptRow } from './entities.js';
 import { LedgerBatch, zeroUsage } from './ledger-batch.js';
+import { ReceiptChains } from './receipt-chains.js';
 import type {
   AmbiguityRecordedWire,
   AmbiguityResolvedWire,
@@ -55,9 +56,12 @@ export function budgetLedgerProjection(options: BudgetLedgerOptions): Projection
     tables: Object.values(BUDGET_TABLES),
     async apply(manager: EntityManager, events: readonly StoredEvent[]): Promise<void> {
       const batch = new LedgerBatch(manager);
+      const chains = new ReceiptChains(manager);
       await batch.preload(...idsNamedBy(events));
-      for (const stored of events) applyEvent(batch, stored, options);
+      await chains.preload(ReceiptChains.keysNamedBy(events));
+      for (const stored of events) applyEvent(batch, chains, stored, options);
       await batch.flush();
+      await chains.flush();
     },
   };
 }
@@ -82,11 +86,17 @@ function idsNamedBy(events: readonly StoredEvent[]): [Set<string>, Set<string>, 
   return [capabilities, holds, ambiguities];
 }
 
-function applyEvent(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedgerOptions): void {
+function applyEvent(
+  batch: LedgerBatch,
+  chains: ReceiptChains,
+  stored: StoredEvent,
+  options: BudgetLedgerOptions,
+): void {
   const { event, sequence } = stored;
   const payload = event.payload as unknown;
   switch (event.type) {
     case 'CapabilityIssued':
+      chains.issued(stored);
       return issue(batch, payload as CapabilityIssuedWire, sequence);
     case 'CapabilityRevoked':
       return revoke(batch, payload as CapabilityRevokedWire);
@@ -104,7 +114,7 @@ function applyEvent(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedg
     case 'AmbiguityResolved':
       return resolveAmbiguity(batch, payload as AmbiguityResolvedWire, sequence, stored, options);
     case 'ReceiptRecorded':
-      return recordReceipt(batch, payload as ReceiptRecordedWire, event.aggregateId, sequence, options.signer);
+      return recordReceipt(batch, chains, payload as ReceiptRecordedWire, stored, options.signer);
     default:
       if (HOLD_EVENTS.has(event.type)) return holdStep(batch, stored, options);
   }
@@ -282,14 +292,16 @@ function resolveAmbiguity(
 
 function recordReceipt(
   batch: LedgerBatch,
+  chains: ReceiptChains,
   data: ReceiptRecordedWire,
-  rootId: string,
-  sequence: number,
+  stored: StoredEvent,
   signer: ReceiptSigner | undefined,
 ): void {
+  const rootId = stored.event.aggregateId;
   const body = JSON.parse(JSON.stringify(data.receipt)) as Record<string, unknown>;
   let check = 'foreign_key';
   if (signer && signer.keyId === data.key_id) check = signer.sign(body) === data.signature ? 'resigned' : 'mismatch';
+  const chain = chains.record({ ...body, signature: data.signature }, rootId);
   batch.receipts.push(
     Object.assign(new ReceiptRow(), {
       receiptId: data.receipt_id,
@@ -304,7 +316,11 @@ function recordReceipt(
       keyId: data.key_id,
       signatureCheck: check,
       decision: data.decision === undefined ? null : JSON.stringify(data.decision),
-      commitIndex: sequence,
+      commitIndex: stored.sequence,
+      commitPosition: stored.position ?? 0,
+      chainIndex: chain.chainIndex,
+      chainCheck: chain.check,
+      recordedAtMs: data.at_ms,
     }),
   );
 }

@@ -49,6 +49,8 @@ export interface ReceiptView {
   readonly signature: string;
   readonly key_id: string;
   readonly signature_check: string;
+  /** The projection's re-check of its hash chain: linked, broken or unchained (ADR 0030). */
+  readonly chain_check: string;
   readonly decision: Record<string, unknown> | null;
   readonly commit_index: number;
 }
@@ -127,6 +129,7 @@ export class BudgetQueries {
       signature: row.signature,
       key_id: row.keyId,
       signature_check: row.signatureCheck,
+      chain_check: row.chainCheck,
       decision: row.decision === null ? null : (JSON.parse(row.decision) as Record<string, unknown>),
       commit_index: row.commitIndex,
     };

@@ -11,11 +11,14 @@ export const BUDGET_TABLES = {
   mutations: 'budget_mutations',
   receipts: 'budget_receipts',
   ambiguities: 'budget_ambiguities',
+  receiptChains: 'budget_receipt_chains',
 } as const;
 
 /** Ids are bounded by the wire DTOs (request ids ≤ 256, command ids ≤ 512) plus their fixed prefixes. */
 export const ID_LENGTH = 1024;
 export const CAPABILITY_ID_LENGTH = 128;
+/** `tree:` and a root id, or a capability id. */
+export const CHAIN_KEY_LENGTH = CAPABILITY_ID_LENGTH + 8;
 
 @Entity({ name: BUDGET_TABLES.capabilities })
 export class CapabilityRow {
@@ -95,6 +98,8 @@ export class MutationRow {
 
 @Entity({ name: BUDGET_TABLES.receipts })
 @Index('budget_receipts_request', ['requestId'])
+@Index('budget_receipts_order', ['commitIndex', 'commitPosition'])
+@Index('budget_receipts_capability_order', ['capabilityId', 'commitIndex', 'commitPosition'])
 export class ReceiptRow {
   @PrimaryColumn({ name: 'receipt_id', type: 'varchar', length: ID_LENGTH }) receiptId!: string;
   @Column({ name: 'root_id', type: 'varchar', length: CAPABILITY_ID_LENGTH }) rootId!: string;
@@ -112,6 +117,24 @@ export class ReceiptRow {
   @Column({ name: 'signature_check', type: 'varchar', length: 16 }) signatureCheck!: string;
   @Column({ type: 'text', nullable: true }) decision!: string | null;
   @Column(sequenceColumn({ name: 'commit_index' })) commitIndex!: number;
+  /** Its place in its commit: receipts of one group commit are ordered by it (the chain's order). */
+  @Column(countColumn({ name: 'commit_position' })) commitPosition!: number;
+  /** Its place in its chain (ADR 0030); null on receipts from before the chain. */
+  @Column(countColumn({ name: 'chain_index', nullable: true })) chainIndex!: number | null;
+  /** linked: index and prev_hash are what the stream before it says; broken; or unchained (from before the chain). */
+  @Column({ name: 'chain_check', type: 'varchar', length: 16 }) chainCheck!: string;
+  /** When the authority recorded it (the event's time), for exports `--since`. */
+  @Column(sequenceColumn({ name: 'recorded_at_ms', nullable: true })) recordedAtMs!: number | null;
+}
+
+/** Where each receipt chain stands after the receipts projected so far: what the next one must link to. */
+@Entity({ name: BUDGET_TABLES.receiptChains })
+export class ReceiptChainRow {
+  /** A capability id, or `tree:<root>` for the receipts of a tree that name no capability. */
+  @PrimaryColumn({ name: 'chain_key', type: 'varchar', length: CHAIN_KEY_LENGTH }) chainKey!: string;
+  @Column({ name: 'root_id', type: 'varchar', length: CAPABILITY_ID_LENGTH }) rootId!: string;
+  @Column(countColumn({ name: 'next_index' })) nextIndex!: number;
+  @Column({ name: 'last_hash', type: 'varchar', length: 64 }) lastHash!: string;
 }
 
 @Entity({ name: BUDGET_TABLES.ambiguities })
@@ -130,4 +153,12 @@ export class AmbiguityRow {
   @Column(sequenceColumn({ name: 'resolved_sequence', nullable: true })) resolvedSequence!: number | null;
 }
 
-export const BUDGET_ENTITIES = [CapabilityRow, UsageRow, HoldRow, MutationRow, ReceiptRow, AmbiguityRow];
+export const BUDGET_ENTITIES = [
+  CapabilityRow,
+  UsageRow,
+  HoldRow,
+  MutationRow,
+  ReceiptRow,
+  AmbiguityRow,
+  ReceiptChainRow,
+];
