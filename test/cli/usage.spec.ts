@@ -7,7 +7,7 @@ describe('tally command line', () => {
   it('item 1: help lists every command with the shared options and the exit codes, and exits 0', async () => {
     const help = await runTally(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['up', 'replay', 'migrate', 'backup', 'restore'])
+    for (const command of ['up', 'replay', 'migrate', 'backup', 'restore', 'receipts'])
       expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     for (const option of ['--authority <url>', '--orchestrator <url>', '--key <key>', '--json'])
       expect(help.stdout).toContain(option);
@@ -18,7 +18,7 @@ describe('tally command line', () => {
       verify: sub.stdout.includes('--verify'),
       global: sub.stdout.includes('--authority'),
     }).toEqual({ code: 0, verify: true, global: true });
-  });
+  }, 180_000);
 
   it('item 1: an unknown command or option exits 2 with a message and no stack trace', async () => {
     for (const args of [['bogus'], ['replay', '--bogus'], ['replay', '--service', 'nope']]) {
@@ -27,5 +27,5 @@ describe('tally command line', () => {
       expect(run.stderr).not.toMatch(/\n\s+at /);
       expect(run.stderr.length).toBeGreaterThan(0);
     }
-  });
+  }, 180_000);
 });

@@ -7,23 +7,19 @@ import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, writ
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { tallyNames } from '@tally/contracts';
-import { loadConfig, type TallyConfig } from '@tally/platform-app';
+import type { TallyConfig } from '@tally/platform-app';
 import { snapshotStream } from '@tally/platform-jetstream';
 import {
   BACKUP_FORMAT,
   BACKUP_FORMAT_VERSION,
   BACKUP_STREAM_KINDS,
   formatBytes,
-  LEDGER_STREAM_KINDS,
   MANIFEST_FILE,
-  streamKinds,
   type BackupManifest,
   type BackupStreamEntry,
   type BackupStreamKind,
 } from './backup-manifest.js';
-import { Command } from 'commander';
 import { usageError } from './cli/exit-codes.js';
-import { exitWith, globalsOf } from './cli/program.js';
 import { connectOperatorNats, OPERATOR_INBOX_PREFIX, type OperatorNats } from './operator-nats.js';
 
 export interface BackupOptions {
@@ -34,22 +30,6 @@ export interface BackupOptions {
 
 /** Chunks of 256 KiB: well under any server's max_payload, few enough round trips for large stores. */
 const SNAPSHOT_LIMITS = { chunkBytes: 256 * 1024, apiTimeoutMs: 30_000, idleTimeoutMs: 60_000 } as const;
-
-export function backupCommand(): Command {
-  return new Command('backup')
-    .description('JetStream snapshot of the ledger streams into a new directory (docs/operations.md)')
-    .requiredOption('--out <dir>', 'a new or empty directory')
-    .option(
-      '--streams <list>',
-      `comma-separated: ${Object.keys(BACKUP_STREAM_KINDS).join(', ')}`,
-      LEDGER_STREAM_KINDS.join(','),
-    )
-    .action(
-      exitWith((own: { out: string; streams: string }, command: Command) =>
-        runBackup({ out: own.out, streams: streamKinds(own.streams), json: globalsOf(command).json }, loadConfig()),
-      ),
-    );
-}
 
 export async function runBackup(options: BackupOptions, config: TallyConfig): Promise<number> {
   if (existsSync(options.out) && readdirSync(options.out).length > 0)

@@ -1,12 +1,15 @@
-// The `tally` command line. Each command lives in its own `*.command.ts` file as a factory
-// returning a commander Command; adding one is one line below. Options shared by every
+// The `tally` command line. Each command is a factory in its own file under commands/
+// returning a commander Command, registered with one line below. Definitions stay light:
+// an action imports its implementation (`*.command.ts`, or a folder of its own) when it
+// runs, so `tally` starts fast whatever the other commands load. Options shared by every
 // command (--authority, --orchestrator, --key, --json) and the exit codes are in cli/program.ts.
 import { runCli, tallyProgram } from './cli/program.js';
-import { backupCommand } from './backup.command.js';
-import { migrateCommand } from './migrate.command.js';
-import { replayCommand } from './replay.command.js';
-import { restoreCommand } from './restore.command.js';
-import { upCommand } from './up.command.js';
+import { backupCommand } from './commands/backup.js';
+import { migrateCommand } from './commands/migrate.js';
+import { receiptsCommand } from './commands/receipts.js';
+import { replayCommand } from './commands/replay.js';
+import { restoreCommand } from './commands/restore.js';
+import { upCommand } from './commands/up.js';
 
 const program = tallyProgram();
 program.addCommand(upCommand());
@@ -14,6 +17,7 @@ program.addCommand(replayCommand());
 program.addCommand(migrateCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
+program.addCommand(receiptsCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
 function exitAfterFlush(code: number): void {

@@ -10,15 +10,7 @@ import {
   type TallyConfig,
 } from '@tally/platform-app';
 import { reconcileStream, tallyStreamSpecs } from '@tally/platform-jetstream';
-import { Command } from 'commander';
-import { exitWith } from './cli/program.js';
 import { projectionSets } from './projection-sets.js';
-
-export function migrateCommand(): Command {
-  return new Command('migrate')
-    .description("move existing streams to this release's policy, then apply pending projection-schema migrations")
-    .action(exitWith(() => migrate()));
-}
 
 export async function migrate(): Promise<number> {
   const config = loadConfig();

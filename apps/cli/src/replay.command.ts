@@ -17,19 +17,9 @@ import {
   type ProjectionSet,
   type TallyConfig,
 } from '@tally/platform-app';
-import { Command } from 'commander';
 import { usageError } from './cli/exit-codes.js';
-import { exitWith } from './cli/program.js';
 import { progressBar, type Progress } from './cli/progress.js';
 import { projectionSets } from './projection-sets.js';
-
-export function replayCommand(): Command {
-  return new Command('replay')
-    .description('rebuild projections from the streams, with a progress bar')
-    .option('--service <name>', 'only this service (budget-authority or agent-orchestrator)')
-    .option('--verify', 'rebuild into a scratch database and compare digests with the live tables', false)
-    .action(exitWith((options: ReplayOptions) => replay(options)));
-}
 
 export interface ReplayOptions {
   readonly service?: string;

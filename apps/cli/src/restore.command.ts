@@ -7,11 +7,9 @@ import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamConfig, StreamState } from '@nats-io/jetstream';
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { loadConfig, type TallyConfig } from '@tally/platform-app';
+import type { TallyConfig } from '@tally/platform-app';
 import { restoreStream } from '@tally/platform-jetstream';
-import { Command } from 'commander';
 import { CliError, ExitCode, usageError } from './cli/exit-codes.js';
-import { exitWith, globalsOf } from './cli/program.js';
 import { formatBytes, readVerifiedManifest, type BackupManifest, type BackupStreamEntry } from './backup-manifest.js';
 import { connectOperatorNats, type OperatorNats } from './operator-nats.js';
 
@@ -25,26 +23,6 @@ export interface RestoreOptions {
 const RESTORE_LIMITS = { apiTimeoutMs: 30_000, chunkTimeoutMs: 30_000, finishTimeoutMs: 300_000 } as const;
 const READ_CHUNK_BYTES = 256 * 1024;
 const STREAM_NOT_FOUND = 10059;
-
-export function restoreCommand(): Command {
-  return new Command('restore')
-    .description("put a backup's streams back on a server where they are missing; then run replay for each service")
-    .requiredOption('--from <dir>', 'a directory written by tally backup')
-    .option('--replicas <n>', "the restored streams' replica count (default: as backed up)")
-    .action(
-      exitWith((own: { from: string; replicas?: string }, command: Command) =>
-        runRestore({ from: own.from, ...replicasOf(own.replicas), json: globalsOf(command).json }, loadConfig()),
-      ),
-    );
-}
-
-function replicasOf(text: string | undefined): { replicas?: number } {
-  if (text === undefined) return {};
-  const replicas = Number(text);
-  if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= 5))
-    throw usageError(`--replicas must be 1..5, got ${text}`);
-  return { replicas };
-}
 
 export async function runRestore(options: RestoreOptions, config: TallyConfig): Promise<number> {
   const manifest = await readVerifiedManifest(options.from);

@@ -5,8 +5,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
-import { Command } from 'commander';
-import { exitWith } from './cli/program.js';
 import { localAdminKey } from './local-admin-key.js';
 
 const INSTALL_NATS =
@@ -14,12 +12,6 @@ const INSTALL_NATS =
   '  Debian/Ubuntu:  sudo apt-get install nats-server\n' +
   '  macOS:          brew install nats-server\n' +
   'or set NATS_URL to a NATS server started with JetStream (-js).';
-
-export function upCommand(): Command {
-  return new Command('up')
-    .description('run the local stack: NATS (started if needed) and both services')
-    .action(exitWith(() => up({ root: process.cwd(), env: process.env, readyTimeoutMs: 60_000 })));
-}
 
 export interface UpOptions {
   readonly root: string;

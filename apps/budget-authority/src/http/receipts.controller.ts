@@ -1,19 +1,55 @@
-// GET /v1/receipts/{id} (the signed receipt, from the projection) and the receipts of one request.
+// GET /v1/receipts/{id} (the signed receipt, from the projection), the receipts of one
+// request, and every receipt page by page in commit order (exports, ADR 0030).
 import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
-import { IsString, Length } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { rootOfReceiptId } from '@tally/budget-application';
-import { BudgetQueries, type ReceiptView } from '@tally/budget-projections';
-import { Access, Caller, type Principal } from '@tally/platform-auth';
+import {
+  BudgetQueries,
+  formatReceiptCursor,
+  parseReceiptCursor,
+  type ReceiptRow,
+  type ReceiptView,
+} from '@tally/budget-projections';
+import { Access, Caller, DEFAULT_TENANT, readScopeOf, type Principal } from '@tally/platform-auth';
 import { Freshness } from './freshness.js';
 import { notFound, staleHeader, type HeaderSink } from './http-support.js';
 
+export const RECEIPTS_PAGE_MAX = 1_000;
+const RECEIPTS_PAGE_DEFAULT = 100;
+
 export class ReceiptsQueryDto {
-  @IsString() @Length(1, 256) request_id!: string;
+  /** The receipts of one request; without it, every receipt in commit order, a page at a time. */
+  @IsOptional() @IsString() @Length(1, 256) request_id?: string;
+  @IsOptional() @IsString() @Length(1, 128) capability_id?: string;
+  /** RFC 3339: only receipts recorded at or after it. */
+  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
+  /** The `next_after` of the previous page. */
+  @IsOptional()
+  @Matches(/^\d{1,15}\.\d{1,6}$/, { message: 'after must be the next_after of a previous page' })
+  after?: string;
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(RECEIPTS_PAGE_MAX) limit?: number;
 }
 
 /** A capability token reads the receipts of its own capability only. */
 function visibleTo(caller: Principal, receipt: ReceiptView): boolean {
   return caller.kind !== 'capability' || receipt.body['capability_id'] === caller.capability_id;
+}
+
+/**
+ * What a listing may show the caller, as a query condition. Capabilities carry no tenant in
+ * the projection yet, so every tree belongs to the tenant `default`: a key of another tenant
+ * sees none of them, and a capability token only its own capability's receipts.
+ */
+function scopeOf(caller: Principal): { capabilityId?: string; visible: boolean } | undefined {
+  const scope = readScopeOf(caller);
+  const visible = scope.tenant_id === undefined || scope.tenant_id === DEFAULT_TENANT;
+  if (scope.tenant_id === undefined && scope.capability_id === undefined) return undefined;
+  return { visible, ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }) };
+}
+
+function servedReceipt(row: ReceiptRow): Record<string, unknown> {
+  return { ...(JSON.parse(row.body) as Record<string, unknown>), signature: row.signature, key_id: row.keyId };
 }
 
 @Controller('v1')
@@ -23,12 +59,33 @@ export class ReceiptsController {
     @Inject(Freshness) private readonly freshness: Freshness,
   ) {}
 
-  /** Additive: every receipt of one request, oldest first (B17: one per decision, on every path). */
+  /**
+   * Additive: with `request_id`, every receipt of one request, oldest first (B17: one per
+   * decision, on every path). Without it, every receipt the caller may read in commit order
+   * (the order of each capability's hash chain), `limit` at a time: pass `next_after` back
+   * as `after` until it is null. The first page also has `total`.
+   */
   @Get('receipts')
   @Access('reader', 'capability')
-  async receiptsOfRequest(@Query() query: ReceiptsQueryDto, @Caller() caller: Principal) {
-    const receipts = (await this.queries.receiptsOfRequest(query.request_id)).filter((r) => visibleTo(caller, r));
-    return { receipts: receipts.map((r) => ({ ...r.body, signature: r.signature, key_id: r.key_id })) };
+  async receipts(@Query() query: ReceiptsQueryDto, @Caller() caller: Principal) {
+    if (query.request_id !== undefined) {
+      const receipts = (await this.queries.receiptsOfRequest(query.request_id)).filter((r) => visibleTo(caller, r));
+      return { receipts: receipts.map((r) => ({ ...r.body, signature: r.signature, key_id: r.key_id })) };
+    }
+    const after = query.after === undefined ? undefined : parseReceiptCursor(query.after);
+    const page = await this.queries.receiptPage({
+      ...(query.capability_id === undefined ? {} : { capabilityId: query.capability_id }),
+      ...(query.since === undefined ? {} : { sinceMs: Date.parse(query.since) }),
+      ...(after === undefined ? {} : { after }),
+      limit: query.limit ?? RECEIPTS_PAGE_DEFAULT,
+      scope: scopeOf(caller),
+      count: after === undefined,
+    });
+    return {
+      receipts: page.rows.map(servedReceipt),
+      next_after: page.next === undefined ? null : formatReceiptCursor(page.next),
+      ...(page.total === undefined ? {} : { total: page.total }),
+    };
   }
 
   @Get('receipts/:id')

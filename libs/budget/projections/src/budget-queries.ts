@@ -3,6 +3,7 @@
 // revocation state and parent links, open holds and ambiguities.
 import type { DataSource } from 'typeorm';
 import { AmbiguityRow, CapabilityRow, HoldRow, MutationRow, ReceiptRow, UsageRow } from './entities.js';
+import { receiptPage, type ReceiptPage, type ReceiptPageFilter } from './receipt-pages.js';
 import type { WireGrant } from './wire.js';
 
 export interface UsageView {
@@ -144,6 +145,11 @@ export class BudgetQueries {
     const out: ReceiptView[] = [];
     for (const row of rows) out.push((await this.receipt(row.receiptId))!);
     return out;
+  }
+
+  /** Receipts oldest first, a page at a time (exports). */
+  receiptPage(filter: ReceiptPageFilter): Promise<ReceiptPage> {
+    return receiptPage(this.dataSource, filter);
   }
 
   async holds(capabilityId: string, statuses?: readonly string[]): Promise<HoldRow[]> {

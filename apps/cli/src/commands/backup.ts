@@ -1,0 +1,25 @@
+// `tally backup --out DIR [--streams …]` (backup.command.ts).
+import { Command } from 'commander';
+import { BACKUP_STREAM_KINDS, LEDGER_STREAM_KINDS, streamKinds } from '../backup-manifest.js';
+import { exitWith, globalsOf } from '../cli/program.js';
+
+export function backupCommand(): Command {
+  return new Command('backup')
+    .description('JetStream snapshot of the ledger streams into a new directory (docs/operations.md)')
+    .requiredOption('--out <dir>', 'a new or empty directory')
+    .option(
+      '--streams <list>',
+      `comma-separated: ${Object.keys(BACKUP_STREAM_KINDS).join(', ')}`,
+      LEDGER_STREAM_KINDS.join(','),
+    )
+    .action(
+      exitWith(async (own: { out: string; streams: string }, command: Command) => {
+        const { runBackup } = await import('../backup.command.js');
+        const { loadConfig } = await import('@tally/platform-app');
+        return runBackup(
+          { out: own.out, streams: streamKinds(own.streams), json: globalsOf(command).json },
+          loadConfig(),
+        );
+      }),
+    );
+}
