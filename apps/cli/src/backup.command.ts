@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { tallyNames } from '@tally/contracts';
 import type { TallyConfig } from '@tally/platform-app';
+
+// The command definition loads config through here, so the CLI imports the platform
+// library only when a command runs.
+export { loadConfig } from '@tally/platform-app';
 import { snapshotStream } from '@tally/platform-jetstream';
 import {
   BACKUP_FORMAT,

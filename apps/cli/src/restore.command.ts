@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import type { StreamConfig, StreamState } from '@nats-io/jetstream';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import type { TallyConfig } from '@tally/platform-app';
+
+// The command definition loads config through here, so the CLI imports the platform
+// library only when a command runs.
+export { loadConfig } from '@tally/platform-app';
 import { restoreStream } from '@tally/platform-jetstream';
 import { CliError, ExitCode, usageError } from './cli/exit-codes.js';
 import { formatBytes, readVerifiedManifest, type BackupManifest, type BackupStreamEntry } from './backup-manifest.js';

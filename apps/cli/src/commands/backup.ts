@@ -14,8 +14,7 @@ export function backupCommand(): Command {
     )
     .action(
       exitWith(async (own: { out: string; streams: string }, command: Command) => {
-        const { runBackup } = await import('../backup.command.js');
-        const { loadConfig } = await import('@tally/platform-app');
+        const { runBackup, loadConfig } = await import('../backup.command.js');
         return runBackup(
           { out: own.out, streams: streamKinds(own.streams), json: globalsOf(command).json },
           loadConfig(),

@@ -11,8 +11,7 @@ export function restoreCommand(): Command {
     .action(
       exitWith(async (own: { from: string; replicas?: string }, command: Command) => {
         const replicas = replicasOf(own.replicas);
-        const { runRestore } = await import('../restore.command.js');
-        const { loadConfig } = await import('@tally/platform-app');
+        const { runRestore, loadConfig } = await import('../restore.command.js');
         return runRestore({ from: own.from, ...replicas, json: globalsOf(command).json }, loadConfig());
       }),
     );
