@@ -3,6 +3,8 @@
 import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { BudgetQueries } from '@tally/budget-projections';
 import type { HostContext } from '@tally/platform-app';
+import { IdempotencyRecords } from '@tally/platform-jetstream';
+import { Idempotency } from './http/idempotency.js';
 import { AUTHORITY_PORT } from './authority.port.js';
 import { AdmissionsController } from './http/admissions.controller.js';
 import { CapabilitiesController } from './http/capabilities.controller.js';
@@ -40,6 +42,13 @@ export class AuthorityModule {
       { provide: DIRECTORY_COMMANDS, useValue: directory.commands },
       { provide: DIRECTORY_VIEW, useValue: directory.view },
       CapabilityAccess,
+      {
+        provide: Idempotency,
+        useFactory: async () =>
+          new Idempotency(
+            await IdempotencyRecords.open(ctx.nats.js, ctx.nats.names, ctx.config.nats.publish_timeout_ms),
+          ),
+      },
       { provide: AUTHORITY_PORT, useValue: runtime.authority },
       { provide: BudgetQueries, useValue: new BudgetQueries(ctx.dataSource) },
       { provide: Freshness, useValue: new Freshness(ctx, { readWaitMs: READ_WAIT_MS }) },

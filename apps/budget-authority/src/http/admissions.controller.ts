@@ -11,6 +11,7 @@ import { IsInt, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'c
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 import { freshCommandId } from './http-support.js';
+import { Idempotency, type IdempotentCall } from './idempotency.js';
 
 export const PUBLISHED_KEYS = Symbol('PUBLISHED_KEYS');
 
@@ -30,7 +31,16 @@ export class AdmissionsController {
   constructor(
     @Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort,
     @Inject(PUBLISHED_KEYS) private readonly keys: PublishedKeys,
+    @Inject(Idempotency) private readonly idempotency: Idempotency,
   ) {}
+
+  /**
+   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0016), else a
+   * fresh one. Asked only once the call passed validation, so a refused call never uses up a key.
+   */
+  private async commandIdOf(call: Omit<IdempotentCall, 'caller'>, caller: Principal): Promise<string> {
+    return freshCommandId(undefined, await this.idempotency.commandId({ ...call, caller }));
+  }
 
   @Post('admissions')
   @HttpCode(200)
@@ -41,9 +51,12 @@ export class AdmissionsController {
     @Caller() caller: Principal,
   ) {
     const bearer = caller.kind === 'capability' ? caller.token : undefined;
-    const mapped = toAdmitCommand(body, freshCommandId(key), bearer);
+    const mapped = toAdmitCommand(body, '', bearer);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
-    return decisionToWire(await this.authority.admit(mapped.command));
+    const call = { endpoint: 'POST /v1/admissions', key, request: body, proofScope: 'none' };
+    return decisionToWire(
+      await this.authority.admit({ ...mapped.command, command_id: await this.commandIdOf(call, caller) }),
+    );
   }
 
   @Post('settlements')
@@ -56,9 +69,10 @@ export class AdmissionsController {
   ) {
     if (!hasRole(caller, 'issuer') && !this.provesAdmission(body.admission_proof, body.hold_id))
       throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
-    const mapped = toSettleCommand(body, freshCommandId(key));
+    const mapped = toSettleCommand(body, '');
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
-    const result = await this.authority.settle(mapped.command);
+    const call = { endpoint: 'POST /v1/settlements', key, request: body, proofScope: `hold:${body.hold_id}` };
+    const result = await this.authority.settle({ ...mapped.command, command_id: await this.commandIdOf(call, caller) });
     return wireJson({ receipt: result.receipt });
   }
 
@@ -74,7 +88,9 @@ export class AdmissionsController {
   ) {
     if (!hasRole(caller, 'issuer') && !this.provesAdmission(body.admission_proof, holdId))
       throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
-    const command = toIncreaseCommand({ hold_id: holdId, ...body }, freshCommandId(key));
+    const request = { hold_id: holdId, ...body };
+    const call = { endpoint: 'POST /v1/holds/{id}/increase', key, request, proofScope: `hold:${holdId}` };
+    const command = toIncreaseCommand(request, await this.commandIdOf(call, caller));
     return wireJson(await this.authority.increase(command));
   }
 

@@ -11,7 +11,8 @@ import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { toIssueCommand, wireJson } from '../command-mapping.js';
 import { CapabilityAccess } from './capability-access.js';
 import { Freshness } from './freshness.js';
-import { commandIdFrom, notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
+import { Idempotency } from './idempotency.js';
+import { notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
 
 export const EVENTS_LIMIT_MAX = 1_000;
 const EVENTS_LIMIT_DEFAULT = 100;
@@ -43,6 +44,7 @@ export class CapabilitiesController {
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
     @Inject(CapabilityAccess) private readonly access: CapabilityAccess,
+    @Inject(Idempotency) private readonly idempotency: Idempotency,
   ) {}
 
   /** A capability token sees only its own capability: another one is as unknown as a missing one. */
@@ -61,7 +63,14 @@ export class CapabilitiesController {
     if (body.parent_id !== undefined) this.access.mayDelegate(caller, body.parent_id, body.parent_token);
     else if (caller.kind !== 'operator' || caller.role === 'reader')
       throw possessionRefused(caller, 'an issuer key (or, to delegate, parent_id with the parent_token)');
-    const out = await this.authority.issue(toIssueCommand(body, commandIdFrom(key)));
+    const commandId = await this.idempotency.commandId({
+      endpoint: 'POST /v1/capabilities',
+      key,
+      caller,
+      request: body,
+      proofScope: `capability:${body.parent_id}`,
+    });
+    const out = await this.authority.issue(toIssueCommand(body, commandId));
     if (!out.ok) throw refused(out.rejection);
     return wireJson(out.value);
   }
