@@ -14,6 +14,8 @@ import { ReceiptsController } from './http/receipts.controller.js';
 import { PUBLISHED_KEYS } from './http/admissions.controller.js';
 import { CAPABILITY_TOKENS, CapabilityAccess } from './http/capability-access.js';
 import { KeysController } from './http/keys.controller.js';
+import { SIGNING_KEYRING, SigningKeysController } from './http/signing-keys.controller.js';
+import type { SigningKeyring } from '@tally/budget-infrastructure';
 import { DIRECTORY_COMMANDS, DIRECTORY_VIEW, TenantsController } from './http/tenants.controller.js';
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { FAULT_TARGETS } from './runtime/fault-targets.js';
@@ -29,18 +31,25 @@ export const AUTHORITY_CONTROLLERS: readonly Type[] = [
   ReceiptsController,
   KeysController,
   TenantsController,
+  SigningKeysController,
 ];
 export const AUTHORITY_OPTIONAL_CONTROLLERS: readonly Type[] = [FaultsController];
 
 @Module({})
 export class AuthorityModule {
-  static register(ctx: HostContext, runtime: AuthorityRuntime, directory: DirectoryRuntime): DynamicModule {
+  static register(
+    ctx: HostContext,
+    runtime: AuthorityRuntime,
+    directory: DirectoryRuntime,
+    keyring: SigningKeyring,
+  ): DynamicModule {
     const controllers: Type[] = [...AUTHORITY_CONTROLLERS];
     const providers = [
       { provide: PUBLISHED_KEYS, useValue: directory.keys },
       { provide: CAPABILITY_TOKENS, useValue: directory.capabilityTokens },
       { provide: DIRECTORY_COMMANDS, useValue: directory.commands },
       { provide: DIRECTORY_VIEW, useValue: directory.view },
+      { provide: SIGNING_KEYRING, useValue: keyring },
       CapabilityAccess,
       {
         provide: Idempotency,

@@ -102,6 +102,11 @@ export class AuthorityConfig {
   /** Ed25519 seed (base64url, 32 bytes); when absent the local stack generates and persists one. */
   @IsOptional() @IsString() signing_key?: string;
   @IsString() signing_key_path = '.tally/authority-signing-key';
+  /**
+   * The keyring (ADR 0014): `<key_id>.pem` files (0600) with the private keys rotation made.
+   * Replicas share it (a volume or a mounted secret) to sign with a key rotated elsewhere.
+   */
+  @IsString() @Length(1, 4_096) keyring_dir = '.tally/keyring';
   @IsIn(['reversible_hold', 'prepaid_final']) payment_mode: 'reversible_hold' | 'prepaid_final' = 'reversible_hold';
   /** Which payment rail adapter runs; the simulated rail approves by default (http-api.md). */
   @IsIn(['simulated']) payment_rail = 'simulated' as const;
