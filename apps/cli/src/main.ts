@@ -5,10 +5,12 @@
 // command (--authority, --orchestrator, --key, --json) and the exit codes are in cli/program.ts.
 import { runCli, tallyProgram } from './cli/program.js';
 import { backupCommand } from './commands/backup.js';
+import { keysCommand } from './commands/keys.js';
 import { migrateCommand } from './commands/migrate.js';
 import { receiptsCommand } from './commands/receipts.js';
 import { replayCommand } from './commands/replay.js';
 import { restoreCommand } from './commands/restore.js';
+import { tenantsCommand } from './commands/tenants.js';
 import { upCommand } from './commands/up.js';
 
 const program = tallyProgram();
@@ -18,6 +20,8 @@ program.addCommand(migrateCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(receiptsCommand());
+program.addCommand(keysCommand());
+program.addCommand(tenantsCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
 function exitAfterFlush(code: number): void {
