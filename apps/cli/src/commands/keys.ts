@@ -1,7 +1,8 @@
 // `tally keys list|rotate|retire`: the authority's signing keys (ADR 0014). `list` reads the
 // published keys (no credential needed), or with --all every key the ledger knows (admin);
 // `rotate` adds a key and makes it active without invalidating what the old one signed;
-// `retire` unpublishes a key that is no longer active.
+// `retire` unpublishes a key that is no longer active; `generate` writes a key file offline,
+// for keyrings the replicas read from a mounted secret (then `rotate --key-id`).
 import { Command } from 'commander';
 import { ExitCode } from '../cli/exit-codes.js';
 import { TallyHttp } from '../cli/http.js';
@@ -21,7 +22,7 @@ interface SigningKey {
 }
 
 export function keysCommand(): Command {
-  const keys = new Command('keys').description("the authority's signing keys: list, rotate, retire");
+  const keys = new Command('keys').description("the authority's signing keys: list, rotate, retire, generate");
   keys
     .command('list')
     .description('the published signing keys (active first); --all: every key, retired ones too (admin)')
@@ -67,6 +68,34 @@ export function keysCommand(): Command {
             ['public_key', key.public_key],
             ['activated_at', key.activated_at],
             ['previous_key_id', key.previous_key_id],
+          ]);
+        return ExitCode.ok;
+      }),
+    );
+  keys
+    .command('generate')
+    .description(
+      'offline: write a new signing key as <key_id>.pem (0600) into a keyring directory, for rotate --key-id',
+    )
+    .requiredOption('--out <dir>', 'the keyring directory (created 0700 when missing)')
+    .action(
+      exitWith(async (options: { out: string }, command: Command) => {
+        const globals = globalsOf(command);
+        const { Ed25519Signer, SigningKeyring } = await import('@tally/budget-infrastructure');
+        // The throwaway boot key is never written; only the new key goes to the directory.
+        const key = SigningKeyring.open(Ed25519Signer.generate(), options.out).generate();
+        const out = {
+          key_id: key.keyId,
+          algorithm: 'ed25519',
+          public_key: key.publicKeyBase64Url(),
+          file: `${key.keyId}.pem`,
+        };
+        if (globals.json) printJson(out);
+        else
+          printFields([
+            ['key_id', out.key_id],
+            ['public_key', out.public_key],
+            ['file', out.file],
           ]);
         return ExitCode.ok;
       }),
