@@ -3,7 +3,7 @@
 // as JSON and as tables, with the documented exit codes (0 ok, 1 failed, 2 usage,
 // 3 unavailable, 4 refused, 5 not found).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -68,6 +68,26 @@ describe('Issue 8: tally keys and tally tenants', () => {
         [second['key_id'], 'active'],
       ]);
       expect(json((await cli(['keys', 'list', '--json'], '')).stdout)['keys']).toHaveLength(1);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'Issue 8: tally keys generate writes a key file offline; rotate --key-id makes that key active',
+    async () => {
+      const generated = await runTally(['keys', 'generate', '--out', keyring, '--json'], {});
+      expect(generated.code).toBe(0);
+      const key = json(generated.stdout);
+      expect(statSync(join(keyring, `${String(key['key_id'])}.pem`)).mode & 0o777).toBe(0o600);
+      const rotated = await cli(['keys', 'rotate', '--key-id', String(key['key_id']), '--json']);
+      expect(rotated.code).toBe(0);
+      expect(json(rotated.stdout)).toMatchObject({
+        key_id: key['key_id'],
+        public_key: key['public_key'],
+        status: 'active',
+      });
+      const unknown = await cli(['keys', 'rotate', '--key-id', 'ed25519-notinthering0']);
+      expect(unknown.code).toBe(5);
     },
     CLI_TEST_TIMEOUT_MS,
   );
