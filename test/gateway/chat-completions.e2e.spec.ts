@@ -212,6 +212,27 @@ describe('POST /v1/chat/completions with the official OpenAI SDK', () => {
     expect(h.calls()).toBe(before);
   });
 
+  it('item 4 / issue 11 a rate limit of the grant is a 429 with retry-after, and the SDK is told a retry is worth it', async () => {
+    const limited = await issueCapability(h, [
+      { server_id: 'scripted', tool_name: 'ok-model', rate_limits: { requests_per_minute: 1 } },
+    ]);
+    const sdk = new OpenAI({ apiKey: limited.token, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    h.provider().script('ok-model', [{ kind: 'stream', chunks: ['one'] }]);
+    await sdk.chat.completions.create({ model: 'scripted/ok-model', messages: [{ role: 'user', content: 'x' }] });
+    const before = h.calls();
+    const error = (await sdk.chat.completions
+      .create({ model: 'scripted/ok-model', messages: [{ role: 'user', content: 'y' }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error.status).toBe(429);
+    expect(error.code).toBe('rate_limited');
+    const retryAfter = Number(error.headers?.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(error.headers?.get('x-should-retry')).toBeNull();
+    expect(h.calls()).toBe(before);
+  });
+
   it('item 4 an unknown model is a 404 NotFoundError naming the model', async () => {
     const error = await client.chat.completions
       .create({ model: 'nobody/none', messages: [{ role: 'user', content: 'x' }] })
