@@ -87,6 +87,9 @@ class OpenApiController {
 @Module({})
 class HostModule {}
 
+/** The routes the host adds to every service (health, readiness, metrics, the OpenAPI document). */
+export const HOST_CONTROLLERS = [HealthController, OpenApiController] as const;
+
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
   const nats = await startNatsRuntime(config, definition.service);
@@ -182,7 +185,7 @@ async function createHttpApp(
     module: HostModule,
     global: true,
     imports: [DiscoveryModule, LoggerModule.forRoot(requestLogging(ctx.logger)), definition.module(ctx)],
-    controllers: [HealthController, OpenApiController],
+    controllers: [...HOST_CONTROLLERS],
     providers: [
       { provide: HOST_CONTEXT, useValue: ctx },
       { provide: ReadinessRegistry, useValue: ctx.readiness },
