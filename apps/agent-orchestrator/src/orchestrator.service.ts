@@ -42,6 +42,15 @@ const BUDGET_RETRY_DELAY_MS = 250;
 @Module({})
 class OrchestratorModule {}
 
+/** Every controller the orchestrator mounts: the access-table test enumerates their routes. */
+export const ORCHESTRATOR_CONTROLLERS = [
+  WorkController,
+  SessionsController,
+  ChatCompletionsController,
+  MessagesController,
+  McpController,
+] as const;
+
 export async function orchestratorService(config: TallyConfig): Promise<ServiceDefinition> {
   let runtime: OrchestratorRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildRuntime(ctx));
@@ -70,7 +79,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       const catalog = new ModelCatalog(ctx.config.providers);
       return {
         module: OrchestratorModule,
-        controllers: [WorkController, SessionsController, ChatCompletionsController, MessagesController, McpController],
+        controllers: [...ORCHESTRATOR_CONTROLLERS],
         providers: [
           { provide: WorkSubmission, useValue: submission },
           { provide: ModelCatalog, useValue: catalog },

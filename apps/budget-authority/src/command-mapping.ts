@@ -136,6 +136,7 @@ export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | unde
   return {
     ...(commandId === undefined ? {} : { command_id: commandId }),
     subject_public_key: dto.subject_public_key,
+    ...(dto.bind === undefined ? {} : { bind: dto.bind }),
     ttl_seconds: dto.ttl_seconds,
     grants,
     ...(dto.parent_id === undefined ? {} : { parent_id: dto.parent_id }),

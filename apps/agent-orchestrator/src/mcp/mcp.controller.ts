@@ -6,7 +6,7 @@ import { All, Controller, Inject, Req, Res } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Access, Caller, type Principal } from '@tally/platform-auth';
+import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
 import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Response } from '../gateway/express-response.js';
@@ -40,6 +40,8 @@ export class McpController {
 
   @All()
   @Access('capability')
+  // Every message of a bound capability's session is signed, since any tools/call spends.
+  @SubjectSigned()
   async handle(
     @Req() req: IncomingMessage & { body?: unknown },
     @Res() res: Response,

@@ -4,7 +4,7 @@
 import { Body, Controller, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { AdmissionProofDto, AdmitCommandDto, IsMoney, SettleCommandDto, type WireMoney } from '@tally/contracts';
 import type { PublishedKeys } from '@tally/directory-service';
-import { Access, Caller, hasRole, possessionRefused, type Principal } from '@tally/platform-auth';
+import { Access, Caller, hasRole, possessionRefused, SubjectSigned, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
@@ -35,6 +35,7 @@ export class AdmissionsController {
   @Post('admissions')
   @HttpCode(200)
   @Access('capability')
+  @SubjectSigned()
   async admit(
     @Body() body: AdmitCommandDto,
     @Headers('idempotency-key') key: string | undefined,

@@ -1,8 +1,8 @@
 // POST /v1/capabilities (issue or delegate), revoke, and the projection-backed reads of a
 // capability: usage per grant and its mutation events newest first (B18).
-import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { moneyToWire, IssueCapabilityDto, RevokeCapabilityDto } from '@tally/contracts';
-import { Access, Caller, possessionRefused, type Principal } from '@tally/platform-auth';
+import { Access, Caller, possessionRefused, type Principal, type SignedRequest } from '@tally/platform-auth';
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import { Type } from 'class-transformer';
@@ -57,8 +57,9 @@ export class CapabilitiesController {
     @Body() body: IssueCapabilityDto,
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
+    @Req() req: SignedRequest,
   ) {
-    if (body.parent_id !== undefined) this.access.mayDelegate(caller, body.parent_id, body.parent_token);
+    if (body.parent_id !== undefined) await this.access.mayDelegate(caller, body.parent_id, body.parent_token, req);
     else if (caller.kind !== 'operator' || caller.role === 'reader')
       throw possessionRefused(caller, 'an issuer key (or, to delegate, parent_id with the parent_token)');
     const out = await this.authority.issue(toIssueCommand(body, commandIdFrom(key)));

@@ -5,7 +5,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import type { CapabilityTokenVerifier } from '@tally/directory-service';
-import { hasRole, possessionRefused, type Principal } from '@tally/platform-auth';
+import { SUBJECT_SIGNATURES } from '@tally/platform-app';
+import {
+  hasRole,
+  possessionRefused,
+  signatureRefused,
+  type Principal,
+  type SignedRequest,
+  type SubjectSignatures,
+} from '@tally/platform-auth';
 import { Freshness } from './freshness.js';
 
 export const CAPABILITY_TOKENS = Symbol('CAPABILITY_TOKENS');
@@ -19,13 +27,26 @@ export class CapabilityAccess {
     @Inject(CAPABILITY_TOKENS) private readonly tokens: CapabilityTokenVerifier,
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
+    @Inject(SUBJECT_SIGNATURES) private readonly signatures: SubjectSignatures,
   ) {}
 
-  /** Delegation: an issuer, or whoever presents the parent's own token. */
-  mayDelegate(caller: Principal, parentId: string, parentToken: string | undefined): void {
+  /**
+   * Delegation: an issuer, or whoever presents the parent's own token; a parent bound to
+   * its subject key delegates only on a request signed with that key (ADR 0011).
+   */
+  async mayDelegate(
+    caller: Principal,
+    parentId: string,
+    parentToken: string | undefined,
+    req: SignedRequest,
+  ): Promise<void> {
     if (hasRole(caller, 'issuer')) return;
-    if (parentToken !== undefined && this.tokens.claimsOf(parentToken)?.id === parentId) return;
-    throw possessionRefused(caller, "an issuer key, or the parent capability's token as parent_token,");
+    const parent = parentToken === undefined ? undefined : this.tokens.claimsOf(parentToken);
+    if (parent === undefined || parent.id !== parentId)
+      throw possessionRefused(caller, "an issuer key, or the parent capability's token as parent_token,");
+    if (parent.bind !== 'subject_key') return;
+    const refusal = await this.signatures.verify(req, parent.subject_public_key);
+    if (refusal) throw signatureRefused(refusal);
   }
 
   /** Revocation: an issuer, or the token of the capability or of one of its ancestors. */

@@ -23,6 +23,8 @@ export interface CapabilityIssuedData {
   readonly root_id: string;
   readonly parent_id?: string;
   readonly subject_public_key: string;
+  /** Recorded so that a retried issue seals the same (bound) token again. */
+  readonly bind?: 'subject_key';
   readonly issued_at_ms: number;
   readonly expires_at_ms: number;
   readonly grants: readonly StoredGrant[];

@@ -44,6 +44,8 @@ export interface Capability {
   readonly root_id: string;
   readonly parent_id?: string;
   readonly subject_public_key: string;
+  /** Spending calls must carry an HTTP message signature by the subject key (ADR 0011). */
+  readonly bind?: 'subject_key';
   readonly issued_at_ms: number;
   readonly expires_at_ms: number;
   readonly grants: readonly StoredGrant[];

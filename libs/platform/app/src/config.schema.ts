@@ -199,6 +199,10 @@ export class AuthConfig {
   @IsInt() @Min(1_000) @Max(600_000) directory_stale_after_ms = 10_000;
   @IsInt() @Min(100) @Max(60_000) directory_freshness_check_ms = 1_000;
   @IsInt() @Min(1) @Max(100_000) keys_per_tenant_max = 1_000;
+  /** Proof of possession (ADR 0011): how far a signature's `created` may lie from this replica's clock. */
+  @IsInt() @Min(1) @Max(300) signature_skew_seconds = 30;
+  /** Spent signatures one replica remembers at most; past it new signatures are refused (503) until old ones expire. */
+  @IsInt() @Min(100) @Max(10_000_000) signature_replay_entries_max = 200_000;
   @IsArray() @ArrayMaxSize(16) @ValidateNested({ each: true }) @Type(() => OidcIssuerConfig) oidc: OidcIssuerConfig[] =
     [];
 }
