@@ -22,6 +22,8 @@ export interface CapabilityClaims {
   readonly id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** The owning tenant (absent on capabilities from before tenants: `default`). */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
   readonly issued_at_ms: number;
   readonly expires_at_ms: number;
