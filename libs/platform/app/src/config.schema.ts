@@ -164,6 +164,15 @@ export class OrchestratorConfig {
   @IsInt() @Min(100) @Max(3_600_000) queued_sweep_interval_ms = 15_000;
   @IsInt() @Min(1_000) @Max(86_400_000) queued_grace_ms = 60_000;
   @IsInt() @Min(1) @Max(10_000) queued_sweep_batch_max = 256;
+  /**
+   * The budget authority's base URL. Optional: admission proofs verify against the keys the
+   * directory stream publishes; with this set, a key id the directory does not show yet is
+   * looked up at GET /v1/keys (at most once per authority_keys_cooldown_ms).
+   */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  authority_url?: string;
+  @IsInt() @Min(0) @Max(3_600_000) authority_keys_cooldown_ms = 30_000;
 }
 
 export class ProjectionsConfig {
