@@ -9,7 +9,8 @@ import { startCommandServers } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
 import { projector } from './projector.js';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
-import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
+import { authorityKeyring, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
+import { RotatingSigner } from './runtime/rotating-signer.js';
 
 /** Handlers running at once per replica, requests waiting for one, and how long a JetStream command's answer is cached. */
 const COMMAND_LIMITS = {
@@ -22,12 +23,20 @@ const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
   const extras = loadAuthorityExtras(config);
-  const signer = authoritySigner(config);
+  // The boot key and the keyring's keys; a key file others may read stops the boot (ADR 0014).
+  const keyring = authorityKeyring(config);
   // Read before anything connects, so a bad JWKS file stops the boot at once, naming the setting.
   const oidc = oidcVerifierOf(config);
   let runtime: AuthorityRuntime | undefined;
-  const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
   let directory: DirectoryRuntime | undefined;
+  let missingActive = (_active: string, _used: string): void => undefined;
+  // Signs with the key the directory says is active, on every replica, as soon as its event arrives.
+  const signer = new RotatingSigner(
+    keyring,
+    () => directory,
+    (active, used) => missingActive(active, used),
+  );
+  const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
   const directoryOf = () => {
     if (!directory) throw new Error('the directory starts in access(), before the HTTP module');
     return directory;
@@ -38,10 +47,15 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
     access: async (ctx) => {
-      directory = await startDirectoryOf(ctx, signer, oidc);
+      missingActive = (active, used) =>
+        ctx.logger.event('warn', "the active signing key is not in this replica's keyring; signing with another", {
+          active_key_id: active,
+          signing_key_id: used,
+        });
+      directory = await startDirectoryOf(ctx, keyring.boot, oidc);
       return directory.authenticator();
     },
-    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf()),
+    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf(), keyring),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
       const commands = await startCommandServers(ctx, authority, {

@@ -123,9 +123,9 @@ export class DropInGateway {
       result.rejection.code === 'already_submitted'
         ? {
             kind: 'conflict',
-            code: 'idempotency_key_reused',
+            code: 'idempotency_conflict',
             field: 'idempotency-key',
-            message: 'This Idempotency-Key was used for a different request',
+            message: `Idempotency-Key ${JSON.stringify(call.idempotencyKey)} was already used with a different request`,
           }
         : { kind: 'invalid_request', message: result.rejection.message };
     return { ok: false as const, error };

@@ -69,6 +69,10 @@ export class StreamLimitsConfig {
   /** The dead-letter stream drops its oldest records past either bound. */
   @IsInt() @Min(1_048_576) dead_letter_max_bytes = 1024 * 1024 * 1024;
   @IsInt() @Min(86_400_000) dead_letter_max_age_ms = 30 * 86_400_000;
+  /** How long an Idempotency-Key is remembered (KV bucket TTL); past it the key may name a new request. */
+  @IsInt() @Min(60_000) @Max(30 * 86_400_000) idempotency_ttl_ms = 86_400_000;
+  /** Byte limit of the idempotency bucket; when full, a new key is refused (503), never an old one forgotten early. */
+  @IsInt() @Min(1_048_576) idempotency_max_bytes = 64 * 1024 * 1024;
 }
 
 export class ConsumerLimitsConfig {
@@ -98,6 +102,11 @@ export class AuthorityConfig {
   /** Ed25519 seed (base64url, 32 bytes); when absent the local stack generates and persists one. */
   @IsOptional() @IsString() signing_key?: string;
   @IsString() signing_key_path = '.tally/authority-signing-key';
+  /**
+   * The keyring (ADR 0014): `<key_id>.pem` files (0600) with the private keys rotation made.
+   * Replicas share it (a volume or a mounted secret) to sign with a key rotated elsewhere.
+   */
+  @IsString() @Length(1, 4_096) keyring_dir = '.tally/keyring';
   @IsIn(['reversible_hold', 'prepaid_final']) payment_mode: 'reversible_hold' | 'prepaid_final' = 'reversible_hold';
   /** Which payment rail adapter runs; the simulated rail approves by default (http-api.md). */
   @IsIn(['simulated']) payment_rail = 'simulated' as const;

@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
+  ensureIdempotencyBucket,
   provisionTallyStreams,
   type NatsConnectionOptions,
   redactedServers,
@@ -43,6 +44,11 @@ export function streamLimitsOf(config: TallyConfig): StreamLimits {
     deadLetterMaxBytes: s.dead_letter_max_bytes,
     deadLetterMaxAgeMs: s.dead_letter_max_age_ms,
   };
+}
+
+export function idempotencyLimitsOf(config: TallyConfig) {
+  const s = config.streams;
+  return { ttlMs: s.idempotency_ttl_ms, replicas: s.replicas, maxBytes: s.idempotency_max_bytes };
 }
 
 export interface NatsClients {
@@ -117,6 +123,7 @@ export async function startNatsRuntime(config: TallyConfig, service: string): Pr
   const { names, nc, js, jsm } = await connectTallyNats(config, service, serviceInboxPrefix(service));
   const specs = tallyStreamSpecs(names, streamLimitsOf(config));
   await provisionTallyStreams(jsm, names, streamLimitsOf(config));
+  await ensureIdempotencyBucket(js, names, idempotencyLimitsOf(config));
   const watch = new StreamWatch(
     nc,
     jsm,
