@@ -17,3 +17,5 @@ export * from './stream-watch.js';
 export * from './nats-credentials.js';
 export * from './oidc-settings.js';
 export * from './oidc-config.js';
+export * from './topology.js';
+export * from './nats-permissions.js';
