@@ -1,5 +1,5 @@
 // `tally nats-config --out DIR`: writes the files generated from the NATS permissions module
-// (ADR 0016), so the checked-in deploy/ files are regenerated rather than edited by hand.
+// (ADR 0015), so the checked-in deploy/ files are regenerated rather than edited by hand.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { natsDeployFiles } from '@tally/platform-app';

@@ -1,4 +1,4 @@
-// The one source of truth for what each Tally NATS user may do (ADR 0016): publish and
+// The one source of truth for what each Tally NATS user may do (ADR 0015): publish and
 // subscribe allow lists naming exactly the JetStream API subjects each service needs (per
 // stream and consumer), its own core subjects, and its own inbox. Replies to requests go out
 // through allow_responses, never a blanket `_INBOX.>`. deploy/nats/ and the NATS ConfigMap
@@ -212,7 +212,7 @@ export function renderServerConf(): string {
     GENERATED('the production nats-server config.') +
     [
       '# JetStream with fsync before ack and a 3-node cluster (streams are R3); needs nats-server',
-      '# >= 2.10.23 for sync.conf. See docs/adr/0002 and 0016.',
+      '# >= 2.10.23 for sync.conf. See docs/adr/0002 and 0015.',
       'port: 4222',
       'http: 8222',
       '',
