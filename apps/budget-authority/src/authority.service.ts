@@ -1,6 +1,12 @@
 // The budget-authority's composition: which projections, HTTP controllers, command
 // handlers and background loops it runs on the shared service host.
-import { oidcVerifierOf, type HostContext, type ServiceDefinition, type TallyConfig } from '@tally/platform-app';
+import {
+  BUDGET_COMMANDS_CONCURRENCY_MAX,
+  oidcVerifierOf,
+  type HostContext,
+  type ServiceDefinition,
+  type TallyConfig,
+} from '@tally/platform-app';
 import { startDirectoryOf } from './runtime/directory.js';
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { AuthorityModule } from './authority.module.js';
@@ -12,14 +18,12 @@ import { loadAuthorityExtras } from './runtime/authority-extras.js';
 import { authorityKeyring, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
 import { RotatingSigner } from './runtime/rotating-signer.js';
 
-/** Handlers running at once per replica, requests waiting for one, and how long a JetStream command's answer is cached. */
+/** Core handlers running at once per replica and requests waiting for one (the JetStream side's limits are the topology's). */
 const COMMAND_LIMITS = {
-  concurrencyMax: 256,
+  concurrencyMax: BUDGET_COMMANDS_CONCURRENCY_MAX,
   waitingMax: 4_096,
-  replyCacheTtlMs: 24 * 3_600_000,
   drainTimeoutMs: 10_000,
 };
-const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
   const extras = loadAuthorityExtras(config);
@@ -58,10 +62,7 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf(), keyring),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
-      const commands = await startCommandServers(ctx, authority, {
-        ...COMMAND_LIMITS,
-        replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.queue_max_bytes),
-      });
+      const commands = await startCommandServers(ctx, authority, COMMAND_LIMITS);
       const stopDirectory = { name: 'directory', stop: () => directoryOf().stop() };
       return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority), stopDirectory];
     },

@@ -10,7 +10,7 @@ import {
   type ProviderGateway,
   type PriceTable,
 } from '@tally/orchestrator-application';
-import type { BackgroundTask } from '@tally/platform-app';
+import { DISPATCH_CONSUMER, type BackgroundTask } from '@tally/platform-app';
 import { PermanentFailure, startDurableConsumer } from '@tally/platform-jetstream';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
 import { liveEndOf } from '../gateway/live-end.js';
@@ -20,7 +20,6 @@ import { Counter, Gauge } from 'prom-client';
 import { clock, CONFLICT_RETRIES_MAX, type OrchestratorRuntime } from '../orchestrator.runtime.js';
 import { AbortListener } from './abort-listener.js';
 
-export const DISPATCH_CONSUMER = 'dispatch-workers';
 /** One attempt takes about four plan-and-act steps; the largest ceiling is 200 attempts. */
 const STEPS_MAX = 1_000;
 /** Fallback re-check of a unit's events during a call; the abort notification is the fast path. */

@@ -50,6 +50,14 @@ export class NatsConfig {
    * while this is 'jetstream' (set it on both services to move from one to the other).
    */
   @IsIn(['core', 'jetstream']) budget_commands: 'core' | 'jetstream' = 'core';
+  /**
+   * Who creates the streams, consumers and KV buckets (ADR 0015). 'auto': the service does at
+   * boot (the local stack, tests). 'check': an operator did, with `tally provision` (the
+   * migrations Job); the service only reads what it needs and refuses to start, naming each
+   * difference, when something is missing or set otherwise. Its NATS user then needs no
+   * right to create or change any of it (deploy/nats).
+   */
+  @IsIn(['auto', 'check']) provision: 'auto' | 'check' = 'auto';
 }
 
 export class StreamLimitsConfig {

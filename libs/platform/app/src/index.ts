@@ -18,3 +18,5 @@ export * from './nats-credentials.js';
 export * from './oidc-settings.js';
 export * from './oidc-config.js';
 export * from './signature-replay.js';
+export * from './topology.js';
+export * from './nats-permissions.js';
