@@ -9,6 +9,7 @@ import { projectionSuite } from './projection.bench.js';
 import { orchestratorSuite } from './orchestrator.bench.js';
 import { authoritySuite } from './authority.bench.js';
 import { gatewaySuite } from './gateway.bench.js';
+import { clusterSuite } from './cluster.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
@@ -18,6 +19,7 @@ const suites: BenchSuite[] = [
   orchestratorSuite,
   authoritySuite,
   gatewaySuite,
+  clusterSuite,
 ];
 // ---- End of suites. ----
 

@@ -80,7 +80,14 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     jitter: Math.random,
     sleep,
     newId: randomUUID,
-    options: { stepsMax: STEPS_MAX, abortPollMs: ABORT_POLL_MS, conflictRetriesMax: CONFLICT_RETRIES_MAX },
+    options: {
+      stepsMax: STEPS_MAX,
+      abortPollMs: ABORT_POLL_MS,
+      conflictRetriesMax: CONFLICT_RETRIES_MAX,
+      // Two thirds of the ack wait: long enough to ride out a stream leader election (issue 9),
+      // short enough that the delivery is not handed to another worker meanwhile.
+      recordRetryMs: Math.floor((c.ack_wait_ms * 2) / 3),
+    },
   });
   const aborts = new AbortListener(nats.nc, rt.abortSubject);
   aborts.start();
