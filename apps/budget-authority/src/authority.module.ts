@@ -16,6 +16,8 @@ import { DIRECTORY_COMMANDS, DIRECTORY_VIEW, TenantsController } from './http/te
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { FAULT_TARGETS } from './runtime/fault-targets.js';
 import type { AuthorityRuntime } from './runtime/authority-runtime.js';
+import { WEBHOOKS_RUNTIME, WebhooksController } from './http/webhooks.controller.js';
+import type { WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
 /** How long a projection-backed read waits for the projection to reach the tree's last event. */
 export const READ_WAIT_MS = 5_000;
@@ -27,18 +29,25 @@ export const AUTHORITY_CONTROLLERS: readonly Type[] = [
   ReceiptsController,
   KeysController,
   TenantsController,
+  WebhooksController,
 ];
 export const AUTHORITY_OPTIONAL_CONTROLLERS: readonly Type[] = [FaultsController];
 
 @Module({})
 export class AuthorityModule {
-  static register(ctx: HostContext, runtime: AuthorityRuntime, directory: DirectoryRuntime): DynamicModule {
+  static register(
+    ctx: HostContext,
+    runtime: AuthorityRuntime,
+    directory: DirectoryRuntime,
+    webhooks: WebhooksRuntime,
+  ): DynamicModule {
     const controllers: Type[] = [...AUTHORITY_CONTROLLERS];
     const providers = [
       { provide: PUBLISHED_KEYS, useValue: directory.keys },
       { provide: CAPABILITY_TOKENS, useValue: directory.capabilityTokens },
       { provide: DIRECTORY_COMMANDS, useValue: directory.commands },
       { provide: DIRECTORY_VIEW, useValue: directory.view },
+      { provide: WEBHOOKS_RUNTIME, useValue: webhooks },
       CapabilityAccess,
       { provide: AUTHORITY_PORT, useValue: runtime.authority },
       { provide: BudgetQueries, useValue: new BudgetQueries(ctx.dataSource) },

@@ -10,6 +10,7 @@ import { authorityOpenApi } from './openapi.js';
 import { projector } from './projector.js';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
 import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
+import { buildWebhooksRuntime, type WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
 /** Handlers running at once per replica, requests waiting for one, and how long a JetStream command's answer is cached. */
 const COMMAND_LIMITS = {
@@ -27,6 +28,8 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
   const oidc = oidcVerifierOf(config);
   let runtime: AuthorityRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
+  let webhooks: WebhooksRuntime | undefined;
+  const webhooksOf = (ctx: HostContext) => (webhooks ??= buildWebhooksRuntime(ctx, signer));
   let directory: DirectoryRuntime | undefined;
   const directoryOf = () => {
     if (!directory) throw new Error('the directory starts in access(), before the HTTP module');
@@ -39,9 +42,11 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     openapi: authorityOpenApi,
     access: async (ctx) => {
       directory = await startDirectoryOf(ctx, signer, oidc);
+      // The webhook streams exist before any route can register an endpoint.
+      await webhooksOf(ctx).provision();
       return directory.authenticator();
     },
-    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf()),
+    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf(), webhooksOf(ctx)),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
       const commands = await startCommandServers(ctx, authority, {
@@ -49,7 +54,8 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
         replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.queue_max_bytes),
       });
       const stopDirectory = { name: 'directory', stop: () => directoryOf().stop() };
-      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority), stopDirectory];
+      const deliveries = await webhooksOf(ctx).startDelivery();
+      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority), ...deliveries, stopDirectory];
     },
   };
 }
