@@ -22,7 +22,7 @@ import { callWebhook, type CallResult } from './webhook-sender.js';
 import type { WebhookNames } from './webhook-streams.js';
 
 /** Beyond the call's own timeout, how long the server waits before it hands an unsettled message to another replica. */
-const ACK_WAIT_MARGIN_MS = 15_000;
+const ACK_WAIT_MARGIN_MS = 5_000;
 const FETCH_EXPIRES_MS = 5_000;
 const FETCH_RETRY_DELAY_MS = 1_000;
 const STOP_TIMEOUT_MS = 15_000;
