@@ -10,6 +10,7 @@ import { orchestratorSuite } from './orchestrator.bench.js';
 import { authoritySuite } from './authority.bench.js';
 import { gatewaySuite } from './gateway.bench.js';
 import { clusterSuite } from './cluster.bench.js';
+import { spendPolicySuite } from './spend-policy.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
@@ -20,6 +21,7 @@ const suites: BenchSuite[] = [
   authoritySuite,
   gatewaySuite,
   clusterSuite,
+  spendPolicySuite,
 ];
 // ---- End of suites. ----
 

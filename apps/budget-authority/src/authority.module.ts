@@ -20,6 +20,8 @@ import { DIRECTORY_COMMANDS, DIRECTORY_VIEW, TenantsController } from './http/te
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { FAULT_TARGETS } from './runtime/fault-targets.js';
 import type { AuthorityRuntime } from './runtime/authority-runtime.js';
+import { WEBHOOKS_RUNTIME, WebhooksController } from './http/webhooks.controller.js';
+import type { WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
 /** How long a projection-backed read waits for the projection to reach the tree's last event. */
 export const READ_WAIT_MS = 5_000;
@@ -32,6 +34,7 @@ export const AUTHORITY_CONTROLLERS: readonly Type[] = [
   KeysController,
   TenantsController,
   SigningKeysController,
+  WebhooksController,
 ];
 export const AUTHORITY_OPTIONAL_CONTROLLERS: readonly Type[] = [FaultsController];
 
@@ -42,6 +45,7 @@ export class AuthorityModule {
     runtime: AuthorityRuntime,
     directory: DirectoryRuntime,
     keyring: SigningKeyring,
+    webhooks: WebhooksRuntime,
   ): DynamicModule {
     const controllers: Type[] = [...AUTHORITY_CONTROLLERS];
     const providers = [
@@ -50,6 +54,7 @@ export class AuthorityModule {
       { provide: DIRECTORY_COMMANDS, useValue: directory.commands },
       { provide: DIRECTORY_VIEW, useValue: directory.view },
       { provide: SIGNING_KEYRING, useValue: keyring },
+      { provide: WEBHOOKS_RUNTIME, useValue: webhooks },
       CapabilityAccess,
       {
         provide: Idempotency,

@@ -18,6 +18,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { WebhooksConfig } from './webhooks-config.js';
 
 export class NatsTlsConfig {
   /** The CA that signed the servers' certificates. */
@@ -249,5 +250,6 @@ export class TallyConfig {
   @ValidateNested({ each: true })
   @Type(() => ToolServerConfig)
   tool_servers: ToolServerConfig[] = [];
+  @ValidateNested() @Type(() => WebhooksConfig) webhooks = new WebhooksConfig();
   @IsIn(['debug', 'info', 'warn', 'error']) log_level: 'debug' | 'info' | 'warn' | 'error' = 'info';
 }

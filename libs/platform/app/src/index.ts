@@ -20,3 +20,4 @@ export * from './oidc-config.js';
 export * from './signature-replay.js';
 export * from './topology.js';
 export * from './nats-permissions.js';
+export * from './webhooks-config.js';
