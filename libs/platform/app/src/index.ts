@@ -17,3 +17,4 @@ export * from './stream-watch.js';
 export * from './nats-credentials.js';
 export * from './oidc-settings.js';
 export * from './oidc-config.js';
+export * from './service-metrics.js';
