@@ -21,3 +21,4 @@ export * from './signature-replay.js';
 export * from './topology.js';
 export * from './nats-permissions.js';
 export * from './webhooks-config.js';
+export * from './service-metrics.js';
