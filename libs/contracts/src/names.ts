@@ -38,6 +38,8 @@ export interface TallyNames {
   requestQueueGroup(service: CommandService): string;
   deadLetterSubject(source: string): string;
   readonly deadLetterWildcard: string;
+  /** KV: subject signatures already spent, kept for their window (ADR 0011). */
+  readonly signatureReplayBucket: string;
 }
 
 export type CommandService = 'budget' | 'work';
@@ -80,6 +82,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     requestSubject: (service, command) => `${namespace}.req.${service}.${assertSubjectToken(command, 'command')}`,
     requestWildcard: (service) => `${namespace}.req.${service}.*`,
     requestQueueGroup: (service) => `${service}-requests`,
+    signatureReplayBucket: `${upper}_SIGNATURE_REPLAY`,
     deadLetterSubject: (source) => `${namespace}.dlq.${assertSubjectToken(source, 'dead-letter source')}`,
     deadLetterWildcard: `${namespace}.dlq.>`,
   };

@@ -2,7 +2,7 @@
 // declares who may call it; reads and aborts are scoped to the caller in the query itself.
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { SubmitWorkDto } from '@tally/contracts';
-import { Access, Caller, type Principal } from '@tally/platform-auth';
+import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
 import { randomUUID } from 'node:crypto';
 import { idempotentWorkId } from '../gateway/drop-in-gateway.js';
 import { WorkReads, type WorkStatusBody } from '../work/work-reads.js';
@@ -52,6 +52,7 @@ export class WorkController {
   @Post()
   @HttpCode(202)
   @Access('capability')
+  @SubjectSigned()
   async submit(
     @Body() body: SubmitWorkDto,
     @Caller() caller: Principal,

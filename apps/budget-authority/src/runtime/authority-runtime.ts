@@ -4,7 +4,7 @@
 // named. One instance per process: it holds the per-tree cache and queue.
 import { randomBytes } from 'node:crypto';
 import {
-  BudgetAuthority,
+  type BudgetAuthority,
   budgetEventRegistry,
   type BudgetAuthorityLimits,
   type PaymentRail,
@@ -14,6 +14,7 @@ import { Ed25519Signer, SigningKeyring, SimulatedPaymentRail } from '@tally/budg
 import type { HostContext, TallyConfig } from '@tally/platform-app';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
 import type { AuthorityExtras } from './authority-extras.js';
+import { authorityCounters, MeteredBudgetAuthority, registerLedgerGauges } from './authority-metrics.js';
 import { ConfigurableAdmissionHook } from './configurable-admission-hook.js';
 import { faultTargets, type FaultTargets } from './fault-targets.js';
 import { SwitchableEventStore } from './switchable-event-store.js';
@@ -81,7 +82,7 @@ export function buildAuthorityRuntime(ctx: HostContext, signer: Signer, extras: 
   const newRail = () => new SimulatedPaymentRail({ mode: ctx.config.authority.payment_mode });
   const rail = new RailSwitch(newRail());
   const hook = new ConfigurableAdmissionHook();
-  const authority = new BudgetAuthority(
+  const authority = new MeteredBudgetAuthority(
     {
       store,
       subjectOf: (rootId) => names.budgetEventSubject(rootId),
@@ -92,7 +93,9 @@ export function buildAuthorityRuntime(ctx: HostContext, signer: Signer, extras: 
       hook,
     },
     authorityLimits(ctx.config),
+    authorityCounters(ctx.metrics.registry),
   );
+  registerLedgerGauges(ctx.metrics.registry, ctx.dataSource, ctx.nats.jsm, names.budgetEventsStream);
   const faults = extras.faultInjection
     ? faultTargets(
         () => rail.current,

@@ -22,7 +22,11 @@ export interface CapabilityClaims {
   readonly id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** The owning tenant (absent on capabilities from before tenants: `default`). */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
+  /** Present when the capability is bound to its subject key (ADR 0011). */
+  readonly bind?: 'subject_key';
   readonly issued_at_ms: number;
   readonly expires_at_ms: number;
   readonly grants: readonly WireGrant[];

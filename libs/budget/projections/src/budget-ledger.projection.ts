@@ -126,6 +126,7 @@ function issue(batch: LedgerBatch, data: CapabilityIssuedWire, sequence: number)
       capabilityId: data.capability_id,
       rootId: data.root_id,
       parentId: data.parent_id ?? null,
+      tenantId: data.tenant_id ?? 'default',
       subjectPublicKey: data.subject_public_key,
       depth: data.depth,
       issuedAtMs: data.issued_at_ms,
