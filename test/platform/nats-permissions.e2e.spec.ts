@@ -108,17 +108,17 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
   it('Issue 9: each service as its own user runs the metered smoke path with no permission violation', async () => {
     await h.startAuthority(loginEnv('budget-authority'));
     await h.start(1, loginEnv('agent-orchestrator'));
-    const authority = async (method: string, path: string, body?: unknown) => {
+    const authority = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await fetch(`${h.authority!.url}${path}`, {
         method,
-        headers: { 'content-type': 'application/json', ...adminHeaders() },
+        headers: { 'content-type': 'application/json', ...adminHeaders(), ...headers },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       expect(res.status).toBeLessThan(300);
       return (await res.json()) as Record<string, unknown>;
     };
     const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
-    const cap = await authority('POST', '/v1/capabilities', {
+    const issue = {
       subject_public_key: subject,
       ttl_seconds: 3600,
       grants: [
@@ -131,7 +131,12 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
           currency: 'USD',
         },
       ],
-    });
+    };
+    // With an Idempotency-Key: the authority user writes and reads its record in the idempotency bucket.
+    const cap = await authority('POST', '/v1/capabilities', issue, { 'idempotency-key': 'least-privilege' });
+    expect((await authority('POST', '/v1/capabilities', issue, { 'idempotency-key': 'least-privilege' }))['id']).toBe(
+      cap['id'],
+    );
     h.provider().script('ok-model', [
       { kind: 'stream', chunks: ['least privilege'], usage: { input_tokens: 5, output_tokens: 3 } },
     ]);

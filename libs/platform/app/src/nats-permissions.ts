@@ -74,6 +74,7 @@ function streamInfos(n: TallyNames): string[] {
     n.commandsStream,
     n.deadLetterStream,
     kvStreamName(n.commandRepliesBucket),
+    kvStreamName(n.idempotencyBucket),
     kvStreamName(leaseBucketName(n.namespace)),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
@@ -104,6 +105,8 @@ function authority(n: TallyNames): NatsUserPermissions {
         // durable consumer, the reply cache, and the answer to the orchestrator's command inbox.
         ...durable(n.commandsStream, durableNameFor('budget')),
         ...kv(n.commandRepliesBucket),
+        // Idempotency-Key records of HTTP calls (ADR 0016): created and read by key.
+        ...kv(n.idempotencyBucket),
         `${serviceInboxPrefix('agent-orchestrator')}.>`,
         ...leases(n, service),
       ],

@@ -6,7 +6,8 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
-  ensureIdempotencyBucket,
+  ensureKvBucket,
+  idempotencyBucketSpec,
   provisionTallyStreams,
   type NatsConnectionOptions,
   redactedServers,
@@ -137,7 +138,7 @@ export async function startNatsRuntime(
       if (differences.length > 0) throw new TopologyMismatch(service, differences);
     } else {
       await provisionTallyStreams(jsm, names, streamLimitsOf(config));
-      await ensureIdempotencyBucket(js, names, idempotencyLimitsOf(config));
+      await ensureKvBucket(js, idempotencyBucketSpec(names, idempotencyLimitsOf(config)));
     }
   } catch (error) {
     await nc.close();

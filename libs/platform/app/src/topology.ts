@@ -8,6 +8,7 @@ import type { CommandService, TallyNames } from '@tally/contracts';
 import {
   ensureConsumer,
   ensureKvBucket,
+  idempotencyBucketSpec,
   inspectConsumer,
   inspectKvBucket,
   inspectStream,
@@ -23,7 +24,7 @@ import {
 } from '@tally/platform-jetstream';
 import { durableNameFor } from '@tally/platform-nest';
 import type { TallyConfig } from './config.schema.js';
-import { streamLimitsOf } from './nats-runtime.js';
+import { idempotencyLimitsOf, streamLimitsOf } from './nats-runtime.js';
 import { leaseBucketSpec } from './projection-lease.js';
 import { leaseBucketName, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
 
@@ -96,6 +97,8 @@ export function dispatchConsumerSpec(config: TallyConfig, names: TallyNames): Co
 function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
   return [
     replyBucketSpec(names, replyBucketLimitsOf(config)),
+    // The Idempotency-Key records of the authority's HTTP calls (ADR 0016).
+    idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
     leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, config.streams.replicas),
   ];
 }
