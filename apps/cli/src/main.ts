@@ -4,6 +4,7 @@
 // runs, so `tally` starts fast whatever the other commands load. Options shared by every
 // command (--authority, --orchestrator, --key, --json) and the exit codes are in cli/program.ts.
 import { runCli, tallyProgram } from './cli/program.js';
+import { auditCommand } from './commands/audit.js';
 import { backupCommand } from './commands/backup.js';
 import { migrateCommand } from './commands/migrate.js';
 import { natsConfigCommand } from './commands/nats-config.js';
@@ -22,6 +23,7 @@ program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(receiptsCommand());
 program.addCommand(natsConfigCommand());
+program.addCommand(auditCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
 function exitAfterFlush(code: number): void {

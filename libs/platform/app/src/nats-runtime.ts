@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
+  ensureIdempotencyBucket,
   provisionTallyStreams,
   type NatsConnectionOptions,
   redactedServers,
@@ -44,6 +45,11 @@ export function streamLimitsOf(config: TallyConfig): StreamLimits {
     deadLetterMaxBytes: s.dead_letter_max_bytes,
     deadLetterMaxAgeMs: s.dead_letter_max_age_ms,
   };
+}
+
+export function idempotencyLimitsOf(config: TallyConfig) {
+  const s = config.streams;
+  return { ttlMs: s.idempotency_ttl_ms, replicas: s.replicas, maxBytes: s.idempotency_max_bytes };
 }
 
 export interface NatsClients {
@@ -129,7 +135,10 @@ export async function startNatsRuntime(
     if (config.nats.provision === 'check') {
       const differences = await checkTopology(jsm, serviceTopology(config, names, service));
       if (differences.length > 0) throw new TopologyMismatch(service, differences);
-    } else await provisionTallyStreams(jsm, names, streamLimitsOf(config));
+    } else {
+      await provisionTallyStreams(jsm, names, streamLimitsOf(config));
+      await ensureIdempotencyBucket(js, names, idempotencyLimitsOf(config));
+    }
   } catch (error) {
     await nc.close();
     throw error;
