@@ -234,6 +234,18 @@ export class AuthConfig {
     [];
 }
 
+/** The web console the budget-authority serves at /console/ (issue 12, ADR 0034). */
+export class ConsoleConfig {
+  @IsBoolean() enabled = true;
+  /**
+   * The agent-orchestrator's base URL, from the authority: the console's work timeline reads
+   * the orchestrator's API through the authority (same origin), with the caller's credential.
+   */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  orchestrator_url?: string;
+}
+
 export class TallyConfig {
   @ValidateNested() @Type(() => AuthConfig) auth = new AuthConfig();
   @ValidateNested() @Type(() => NatsConfig) nats = new NatsConfig();
@@ -243,6 +255,7 @@ export class TallyConfig {
   @ValidateNested() @Type(() => ProjectionsConfig) projections = new ProjectionsConfig();
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
+  @ValidateNested() @Type(() => ConsoleConfig) console = new ConsoleConfig();
   @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] =
     [];
   @IsArray()
