@@ -7,7 +7,7 @@
 // and the next call carries the same webhook-id (ADR 0040).
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { validatePlain } from '@tally/contracts';
-import type { HostContext } from '@tally/platform-app';
+import { webhookConsumerSpecs, type HostContext } from '@tally/platform-app';
 import { ensureConsumer, publishDeadLetter } from '@tally/platform-jetstream';
 import type { WebhookEndpoints } from './webhook-endpoints.js';
 import {
@@ -21,8 +21,6 @@ import { retryDelayMs, urlRefusal, type RetryPolicy } from './webhook-policy.js'
 import { callWebhook, type CallResult } from './webhook-sender.js';
 import type { WebhookNames } from './webhook-streams.js';
 
-/** Beyond the call's own timeout, how long the server waits before it hands an unsettled message to another replica. */
-const ACK_WAIT_MARGIN_MS = 5_000;
 const FETCH_EXPIRES_MS = 5_000;
 const FETCH_RETRY_DELAY_MS = 1_000;
 const STOP_TIMEOUT_MS = 15_000;
@@ -49,16 +47,11 @@ export class WebhookDelivery {
   }
 
   async start(): Promise<this> {
-    const w = this.d.ctx.config.webhooks;
-    await ensureConsumer(this.d.ctx.nats.jsm, {
-      stream: this.d.names.outboxStream,
-      durable: this.d.names.deliveryDurable,
-      filterSubject: this.d.names.outboxSubject,
-      ackWaitMs: w.timeout_ms + ACK_WAIT_MARGIN_MS,
-      // One spare delivery: a message whose last call crashed is dead-lettered without another call.
-      deliveriesMax: w.attempts_max + 1,
-      ackPendingMax: 4_096,
-    });
+    // The consumer's limits are the topology's, which `tally provision` creates it with (ADR 0015).
+    const spec = webhookConsumerSpecs(this.d.ctx.config, this.d.ctx.nats.names, this.d.names).find(
+      (c) => c.durable === this.d.names.deliveryDurable,
+    )!;
+    await ensureConsumer(this.d.ctx.nats.jsm, spec);
     const consumer = await this.d.ctx.nats.js.consumers.get(this.d.names.outboxStream, this.d.names.deliveryDurable);
     this.loop = this.run(consumer);
     return this;

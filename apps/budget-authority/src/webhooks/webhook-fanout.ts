@@ -7,7 +7,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import { budgetEventRegistry } from '@tally/budget-application';
 import { Headers, type EventRegistry } from '@tally/contracts';
-import type { HostContext } from '@tally/platform-app';
+import { WEBHOOK_FANOUT_DELIVERIES_MAX, type HostContext } from '@tally/platform-app';
 import { startDurableConsumer, type DurableConsumerHandle } from '@tally/platform-jetstream';
 import type { WebhookEndpoints } from './webhook-endpoints.js';
 import type { WebhookOutboxMessage } from './webhook-events.js';
@@ -46,7 +46,7 @@ export async function startWebhookFanout(deps: FanoutDeps): Promise<DurableConsu
     deadLetterSource: 'webhook-fanout',
     ackWaitMs: c.ack_wait_ms,
     // A fact must never be skipped: a failing enqueue is retried for as long as it takes.
-    deliveriesMax: 100,
+    deliveriesMax: WEBHOOK_FANOUT_DELIVERIES_MAX,
     ackPendingMax: c.ack_pending_max,
     fetchBatch: 256,
     concurrency: 64,
