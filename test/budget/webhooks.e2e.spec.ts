@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { sharedNatsUrl } from '@tally/testing';
-import { admitPayload, AuthorityStack, eventually, type Json } from './support/authority-stack.js';
+import { admitPayload, AuthorityStack, eventually, holdIdOf, type Json } from './support/authority-stack.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
 
 const GRANT = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100, currency: 'USD' };
@@ -18,6 +18,9 @@ const ENV = {
   TALLY__WEBHOOKS__ATTEMPTS_MAX: '5',
   TALLY__WEBHOOKS__RETRY_BASE_MS: '200',
   TALLY__WEBHOOKS__RETRY_MAX_MS: '1000',
+  // Holds expire within seconds, so an uncaptured hold becomes hold.expired during the run.
+  TALLY__AUTHORITY__HOLD_TTL_MS: '2000',
+  TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '500',
   LOG_LEVEL: 'debug',
 };
 
@@ -195,6 +198,42 @@ describe('tenant webhooks (issue 11)', () => {
     expect(receiver.callsTo('/moved')).toHaveLength(5);
     expect(receiver.callsTo('/redirected')).toHaveLength(0);
   }, 180_000);
+});
+
+describe('the other tenant webhook events (issue 11)', () => {
+  it('Issue 11: an uncaptured hold that expires is sent as hold.expired and a revocation as capability.revoked, each signed, to the endpoint that asked for them', async () => {
+    await register('/lifecycle', ['hold.expired', 'capability.revoked']);
+    const cap = await stack.issue([{ ...GRANT, max_total_cost_units: 1000 }]);
+    // An admission stalled at the (test-only) admission hook leaves its hold uncaptured until it expires.
+    await stack.faults({ hook: { block: true } });
+    const stalled = stack.admit(admitPayload(cap['token'], 'left-open', 'standalone', { requested_cost: 5 }));
+    const holdId = holdIdOf('left-open', cap['id'] as string);
+    const expired = await eventually(
+      async () => receiver.callsTo('/lifecycle').map((c) => JSON.parse(c.body) as Json),
+      (bodies) => bodies.some((b) => b['type'] === 'hold.expired' && b['data']['hold_id'] === holdId),
+      60_000,
+      'hold.expired',
+    );
+    expect(expired.find((b) => b['type'] === 'hold.expired')!['data']).toMatchObject({
+      tenant_id: 'default',
+      capability_id: cap['id'],
+      grant_index: 0,
+    });
+    await stack.faults({ hook: { block: false } });
+    expect((await stalled)['verdict']).toBe('deny');
+    await stack.ok('POST', `/v1/capabilities/${cap['id']}/revoke`);
+    const revoked = await eventually(
+      async () => receiver.callsTo('/lifecycle').map((c) => JSON.parse(c.body) as Json),
+      (bodies) => bodies.some((b) => b['type'] === 'capability.revoked'),
+      60_000,
+      'capability.revoked',
+    );
+    expect(revoked.find((b) => b['type'] === 'capability.revoked')!['data']).toMatchObject({
+      capability_id: cap['id'],
+      revoked_ids: [cap['id']],
+    });
+    expect(receiver.callsTo('/lifecycle').every((c) => c.verified)).toBe(true);
+  }, 120_000);
 });
 
 /** Every message of a stream as text, to prove what it does not hold. */

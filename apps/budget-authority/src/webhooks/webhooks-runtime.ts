@@ -8,7 +8,7 @@ import { JetStreamEventStore } from '@tally/platform-jetstream';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { WebhookEndpoints } from './webhook-endpoints.js';
 import { webhookEventRegistry } from './webhook-events.js';
-import { startWebhookFanout } from './webhook-fanout.js';
+import { WebhookFanout } from './webhook-fanout.js';
 import type { UrlPolicy } from './webhook-policy.js';
 import { provisionWebhookStreams, webhookNames, type WebhookNames } from './webhook-streams.js';
 
@@ -59,7 +59,7 @@ export function buildWebhooksRuntime(ctx: HostContext, signer: Ed25519Signer): W
     provision: () => provisionWebhookStreams(ctx.nats.jsm, names, ctx.config),
     startDelivery: async () => {
       if (!ctx.config.webhooks.deliver) return [];
-      const fanout = await startWebhookFanout({ ctx, names, endpoints });
+      const fanout = await new WebhookFanout({ ctx, names, endpoints }).start();
       const delivery = await new WebhookDelivery({ ctx, names, endpoints }).start();
       return [
         { name: 'webhook-fanout', stop: () => fanout.stop() },
