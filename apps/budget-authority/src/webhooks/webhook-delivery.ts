@@ -55,15 +55,17 @@ export class WebhookDelivery {
 
   async start(): Promise<this> {
     const w = this.d.ctx.config.webhooks;
-    await ensureConsumer(this.d.ctx.nats.jsm, {
-      stream: this.d.names.outboxStream,
-      durable: this.d.names.deliveryDurable,
-      filterSubject: this.d.names.outboxSubject,
-      ackWaitMs: w.timeout_ms + ACK_WAIT_MARGIN_MS,
-      // One spare delivery: a message whose last call crashed is dead-lettered without another call.
-      deliveriesMax: w.attempts_max + 1,
-      ackPendingMax: 4_096,
-    });
+    // With nats.provision: check an operator created the consumer; this user only pulls from it.
+    if (this.d.ctx.config.nats.provision === 'auto')
+      await ensureConsumer(this.d.ctx.nats.jsm, {
+        stream: this.d.names.outboxStream,
+        durable: this.d.names.deliveryDurable,
+        filterSubject: this.d.names.outboxSubject,
+        ackWaitMs: w.timeout_ms + ACK_WAIT_MARGIN_MS,
+        // One spare delivery: a message whose last call crashed is dead-lettered without another call.
+        deliveriesMax: w.attempts_max + 1,
+        ackPendingMax: 4_096,
+      });
     const consumer = await this.d.ctx.nats.js.consumers.get(this.d.names.outboxStream, this.d.names.deliveryDurable);
     this.loop = this.run(consumer);
     return this;

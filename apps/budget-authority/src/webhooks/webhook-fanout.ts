@@ -54,6 +54,16 @@ export class WebhookFanout {
   }
 
   async start(): Promise<this> {
+    const { names } = this.d.ctx.nats;
+    // With nats.provision: check an operator created the consumer; this user only pulls from it.
+    if (this.d.ctx.config.nats.provision === 'auto') await this.ensureConsumer();
+    const consumer = await this.d.ctx.nats.js.consumers.get(names.budgetEventsStream, this.d.names.fanoutDurable);
+    this.loop = this.run(consumer);
+    return this;
+  }
+
+  /** Headers only: the fan-out reads the body of the rare commit that holds a webhook-worthy fact. */
+  private async ensureConsumer(): Promise<void> {
     const { jsm, names } = this.d.ctx.nats;
     const ackWait = this.d.ctx.config.consumers.ack_wait_ms * NS_PER_MS;
     try {
@@ -67,15 +77,12 @@ export class WebhookFanout {
         ack_policy: AckPolicy.Explicit,
         ack_wait: ackWait,
         max_deliver: DELIVERIES_MAX + 1,
-        max_ack_pending: 8_192,
+        max_ack_pending: this.d.ctx.config.consumers.ack_pending_max,
         deliver_policy: DeliverPolicy.All,
         replay_policy: ReplayPolicy.Instant,
         headers_only: true,
       });
     }
-    const consumer = await this.d.ctx.nats.js.consumers.get(names.budgetEventsStream, this.d.names.fanoutDurable);
-    this.loop = this.run(consumer);
-    return this;
   }
 
   async stop(): Promise<void> {

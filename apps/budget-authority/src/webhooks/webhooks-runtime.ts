@@ -56,7 +56,10 @@ export function buildWebhooksRuntime(ctx: HostContext, signer: Ed25519Signer): W
     endpoints,
     urlPolicy: { allowHttpLoopback: ctx.config.webhooks.allow_http_loopback },
     log: async (subject) => (await store.load(subject)).events.map((e) => ({ ...e.event.payload })),
-    provision: () => provisionWebhookStreams(ctx.nats.jsm, names, ctx.config),
+    // With nats.provision: check an operator created them (`tally provision`), and this user may not.
+    provision: async () => {
+      if (ctx.config.nats.provision === 'auto') await provisionWebhookStreams(ctx.nats.jsm, names, ctx.config);
+    },
     startDelivery: async () => {
       if (!ctx.config.webhooks.deliver) return [];
       const fanout = await new WebhookFanout({ ctx, names, endpoints }).start();
