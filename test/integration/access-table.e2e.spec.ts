@@ -43,6 +43,7 @@ interface Fixtures {
   freshCapability(): Promise<{ id: string; token: string }>;
   freshHold(): Promise<{ hold_id: string; admission_proof: Json }>;
   freshKeyId(): Promise<string>;
+  freshWebhookId(): Promise<string>;
 }
 
 interface Request {
@@ -73,6 +74,9 @@ const ADMIN_ONLY = /*         */ '401  401  401  401  403  403  403  200  403  4
 const CAPABILITY_READ = /*    */ '401  401  401  401  200  404! 200  200  200  404';
 const WORK_READ = /*          */ '401  401  401  401  200  404  200  200  200  404';
 const SPEND = /*              */ '401  401  401  401  403  403  403  403  200  200';
+const TENANT_READ = /*        */ '401  401  401  401  200  404  200  200  403  403';
+/** An endpoint no fact of this suite is sent to (ambiguities are never resolved here). */
+const WEBHOOK = { url: 'https://hooks.example.com/tally', events: ['ambiguity.resolved'] };
 
 const capabilityRead =
   (suffix: string): Variant['request'] =>
@@ -240,6 +244,30 @@ const EXPECTED: Record<string, readonly Variant[]> = {
       statuses: ADMIN_ONLY.replace(' 200 ', ' 204 '),
     },
   ],
+  // Tenant webhooks (issue 11): an admin or an issuer of the tenant registers and deletes; its keys read.
+  'authority POST /v1/tenants/:id/webhooks': [
+    {
+      request: () => ({ path: '/v1/tenants/default/webhooks', body: WEBHOOK }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  403  404  201  201  403  403',
+    },
+  ],
+  'authority GET /v1/tenants/:id/webhooks': [
+    { request: () => ({ path: '/v1/tenants/default/webhooks' }), statuses: TENANT_READ },
+  ],
+  'authority DELETE /v1/tenants/:id/webhooks/:webhookId': [
+    {
+      request: async (f) => ({ method: 'DELETE', path: `/v1/tenants/default/webhooks/${await f.freshWebhookId()}` }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  403  404  204  204  403  403',
+    },
+  ],
+  'authority GET /v1/tenants/:id/webhooks/attempts': [
+    { request: () => ({ path: '/v1/tenants/default/webhooks/attempts' }), statuses: TENANT_READ },
+  ],
+  'authority GET /v1/tenants/:id/webhooks/dead-letters': [
+    { request: () => ({ path: '/v1/tenants/default/webhooks/dead-letters' }), statuses: TENANT_READ },
+  ],
   'authority POST /v1/test/faults': [{ request: () => ({ path: '/v1/test/faults', body: {} }), statuses: ADMIN_ONLY }],
 
   // agent-orchestrator
@@ -403,6 +431,8 @@ describe('Issue 8: the access table of both services, generated from the route t
         return { hold_id: out['hold_id'] as string, admission_proof: out['admission_proof'] as Json };
       },
       freshKeyId: async () => (await operatorKey('default', 'reader')).key_id,
+      freshWebhookId: async () =>
+        (await ok('authority', 'POST', '/v1/tenants/default/webhooks', WEBHOOK))['id'] as string,
     };
     // The expired key has had its second by now; wait until both services refuse it.
     await h.eventually('the short-lived key to expire', async () => {
