@@ -43,6 +43,7 @@ interface Fixtures {
   freshCapability(): Promise<{ id: string; token: string }>;
   freshHold(): Promise<{ hold_id: string; admission_proof: Json }>;
   freshKeyId(): Promise<string>;
+  freshWebhookId(): Promise<string>;
 }
 
 interface Request {
@@ -77,6 +78,8 @@ const SCOPED_LIST = /*        */ '401  401  401  401  200  200  200  200  200  2
 const TENANT_READ = /*        */ '401  401  401  401  200  404  200  200  403  403';
 const WORK_READ = /*          */ '401  401  401  401  200  404  200  200  200  404';
 const SPEND = /*              */ '401  401  401  401  403  403  403  403  200  200';
+/** An endpoint no fact of this suite is sent to (ambiguities are never resolved here). */
+const WEBHOOK = { url: 'https://hooks.example.com/tally', events: ['ambiguity.resolved'] };
 
 const capabilityRead =
   (suffix: string): Variant['request'] =>
@@ -255,12 +258,10 @@ const EXPECTED: Record<string, readonly Variant[]> = {
       statuses: ADMIN_ONLY.replace(' 200 ', ' 404 '),
     },
   ],
+  // Tenant webhooks (issue 11): an admin or an issuer of the tenant registers and deletes; its keys read.
   'authority POST /v1/tenants/:id/webhooks': [
     {
-      request: () => ({
-        path: '/v1/tenants/default/webhooks',
-        body: { url: 'https://hooks.example.invalid/tally', events: ['budget.exhausted'] },
-      }),
+      request: () => ({ path: '/v1/tenants/default/webhooks', body: WEBHOOK }),
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
       statuses: /*                                    */ '401  401  401  401  403  404  201  201  403  403',
     },
@@ -270,9 +271,9 @@ const EXPECTED: Record<string, readonly Variant[]> = {
   ],
   'authority DELETE /v1/tenants/:id/webhooks/:webhookId': [
     {
-      request: () => ({ method: 'DELETE', path: '/v1/tenants/default/webhooks/wh-unknown' }),
+      request: async (f) => ({ method: 'DELETE', path: `/v1/tenants/default/webhooks/${await f.freshWebhookId()}` }),
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404  404  404  403  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  204  204  403  403',
     },
   ],
   'authority GET /v1/tenants/:id/webhooks/attempts': [
@@ -466,6 +467,8 @@ describe('Issue 8: the access table of both services, generated from the route t
         return { hold_id: out['hold_id'] as string, admission_proof: out['admission_proof'] as Json };
       },
       freshKeyId: async () => (await operatorKey('default', 'reader')).key_id,
+      freshWebhookId: async () =>
+        (await ok('authority', 'POST', '/v1/tenants/default/webhooks', WEBHOOK))['id'] as string,
     };
     // The expired key has had its second by now; wait until both services refuse it.
     await h.eventually('the short-lived key to expire', async () => {
