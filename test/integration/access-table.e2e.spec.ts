@@ -43,6 +43,7 @@ interface Fixtures {
   freshCapability(): Promise<{ id: string; token: string }>;
   freshHold(): Promise<{ hold_id: string; admission_proof: Json }>;
   freshKeyId(): Promise<string>;
+  freshWebhookId(): Promise<string>;
 }
 
 interface Request {
@@ -60,7 +61,7 @@ interface Variant {
   readonly name?: string;
   readonly request: (f: Fixtures) => Promise<Request> | Request;
   /**
-   * Ten statuses in CREDENTIALS order. A status written `404!` is what the spec names but
+   * Ten statuses in CREDENTIALS order. A status written `404 ` is what the spec names but
    * main does not give yet (capabilities carry no tenant until that lands): the case is
    * kept as a failing test, which starts to fail (and asks for the `!` to go) once it is fixed.
    */
@@ -70,9 +71,15 @@ interface Variant {
 //                                none garb exp  del  role othT ownT adm  cap  othC
 const PUBLIC = /*             */ '200  200  200  200  200  200  200  200  200  200';
 const ADMIN_ONLY = /*         */ '401  401  401  401  403  403  403  200  403  403';
-const CAPABILITY_READ = /*    */ '401  401  401  401  200  404! 200  200  200  404';
+const CAPABILITY_READ = /*    */ '401  401  401  401  200  404  200  200  200  404';
+/** A listing scoped in its query: another tenant or capability sees its own rows (maybe none), never a 404. */
+const SCOPED_LIST = /*        */ '401  401  401  401  200  200  200  200  200  200';
+/** A tenant's own resource for its readers: another tenant's is a 404, a capability token is refused. */
+const TENANT_READ = /*        */ '401  401  401  401  200  404  200  200  403  403';
 const WORK_READ = /*          */ '401  401  401  401  200  404  200  200  200  404';
 const SPEND = /*              */ '401  401  401  401  403  403  403  403  200  200';
+/** An endpoint no fact of this suite is sent to (ambiguities are never resolved here). */
+const WEBHOOK = { url: 'https://hooks.example.com/tally', events: ['ambiguity.resolved'] };
 
 const capabilityRead =
   (suffix: string): Variant['request'] =>
@@ -136,7 +143,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         tokenField: 'parent_token',
       }),
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 201  201  201  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  201  201  201  403',
     },
   ],
   'authority POST /v1/capabilities/:id/revoke': [
@@ -146,7 +153,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         return { path: `/v1/capabilities/${owner.id}/revoke`, body: {}, owner, tokenField: 'token' };
       },
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 200  200  200  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  200  200  200  403',
     },
   ],
   'authority GET /v1/capabilities/:id': [{ request: capabilityRead(''), statuses: CAPABILITY_READ }],
@@ -167,7 +174,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         return { path: '/v1/settlements', body: { hold_id, outcome: { kind: 'completed', cost_units: 1 } } };
       },
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 200  200  403  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  200  200  403  403',
     },
     {
       name: "with the hold's admission_proof",
@@ -189,7 +196,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         return { path: `/v1/holds/${hold_id}/increase`, body: { amount_units: 1 } };
       },
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 200  200  403  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  200  200  403  403',
     },
   ],
   'authority POST /v1/nonces/redeem': [
@@ -240,6 +247,60 @@ const EXPECTED: Record<string, readonly Variant[]> = {
       statuses: ADMIN_ONLY.replace(' 200 ', ' 204 '),
     },
   ],
+  'authority GET /v1/signing-keys': [{ request: () => ({ path: '/v1/signing-keys' }), statuses: ADMIN_ONLY }],
+  'authority POST /v1/signing-keys/rotate': [
+    { request: () => ({ path: '/v1/signing-keys/rotate', body: {} }), statuses: ADMIN_ONLY },
+  ],
+  'authority POST /v1/signing-keys/:id/retire': [
+    {
+      // An unknown key: only an admin learns that it is unknown.
+      request: () => ({ path: '/v1/signing-keys/sk-unknown/retire', body: {} }),
+      statuses: ADMIN_ONLY.replace(' 200 ', ' 404 '),
+    },
+  ],
+  // Tenant webhooks (issue 11): an admin or an issuer of the tenant registers and deletes; its keys read.
+  'authority POST /v1/tenants/:id/webhooks': [
+    {
+      request: () => ({ path: '/v1/tenants/default/webhooks', body: WEBHOOK }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  403  404  201  201  403  403',
+    },
+  ],
+  'authority GET /v1/tenants/:id/webhooks': [
+    { request: () => ({ path: '/v1/tenants/default/webhooks' }), statuses: TENANT_READ },
+  ],
+  'authority DELETE /v1/tenants/:id/webhooks/:webhookId': [
+    {
+      request: async (f) => ({ method: 'DELETE', path: `/v1/tenants/default/webhooks/${await f.freshWebhookId()}` }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  403  404  204  204  403  403',
+    },
+  ],
+  'authority GET /v1/tenants/:id/webhooks/attempts': [
+    { request: () => ({ path: '/v1/tenants/default/webhooks/attempts' }), statuses: TENANT_READ },
+  ],
+  'authority GET /v1/tenants/:id/webhooks/dead-letters': [
+    { request: () => ({ path: '/v1/tenants/default/webhooks/dead-letters' }), statuses: TENANT_READ },
+  ],
+  'authority GET /v1/me': [{ request: () => ({ path: '/v1/me' }), statuses: SCOPED_LIST }],
+  'authority GET /v1/capabilities': [{ request: () => ({ path: '/v1/capabilities?limit=5' }), statuses: SCOPED_LIST }],
+  'authority GET /v1/holds': [{ request: () => ({ path: '/v1/holds?limit=5' }), statuses: SCOPED_LIST }],
+  'authority GET /v1/ambiguities': [{ request: () => ({ path: '/v1/ambiguities?limit=5' }), statuses: SCOPED_LIST }],
+  'authority GET /v1/spend': [{ request: () => ({ path: '/v1/spend' }), statuses: SCOPED_LIST }],
+  // The console's files hold no data: everything they show is read with the person's credential.
+  'authority GET /console': [{ request: () => ({ path: '/console' }), statuses: PUBLIC }],
+  'authority GET /console/:file': [{ request: () => ({ path: '/console/console.js' }), statuses: PUBLIC }],
+  'authority GET /console/vendor/:file': [
+    { request: () => ({ path: '/console/vendor/chart.umd.min.js' }), statuses: PUBLIC },
+  ],
+  'authority GET /v1/console/work/:id': [
+    {
+      // This authority is not told where the orchestrator is: every caller gets the same 404.
+      request: (f) => ({ path: `/v1/console/work/${f.workId}` }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  404  404  404  404  404  404',
+    },
+  ],
   'authority POST /v1/test/faults': [{ request: () => ({ path: '/v1/test/faults', body: {} }), statuses: ADMIN_ONLY }],
 
   // agent-orchestrator
@@ -247,6 +308,9 @@ const EXPECTED: Record<string, readonly Variant[]> = {
     { request: () => ({ path: '/v1/work', body: workBody() }), statuses: SPEND.replace(/200/g, '202') },
   ],
   'orchestrator GET /v1/work/:id': [{ request: (f) => ({ path: `/v1/work/${f.workId}` }), statuses: WORK_READ }],
+  'orchestrator GET /v1/work/:id/events': [
+    { request: (f) => ({ path: `/v1/work/${f.workId}/events` }), statuses: WORK_READ },
+  ],
   'orchestrator GET /v1/work/:id/receipt': [
     { request: (f) => ({ path: `/v1/work/${f.workId}/receipt` }), statuses: WORK_READ },
   ],
@@ -403,6 +467,8 @@ describe('Issue 8: the access table of both services, generated from the route t
         return { hold_id: out['hold_id'] as string, admission_proof: out['admission_proof'] as Json };
       },
       freshKeyId: async () => (await operatorKey('default', 'reader')).key_id,
+      freshWebhookId: async () =>
+        (await ok('authority', 'POST', '/v1/tenants/default/webhooks', WEBHOOK))['id'] as string,
     };
     // The expired key has had its second by now; wait until both services refuse it.
     await h.eventually('the short-lived key to expire', async () => {

@@ -12,7 +12,7 @@ import { jetstream, jetstreamManager, AckPolicy, type JetStreamManager } from '@
 import { PermissionViolationError, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { tallyNames } from '@tally/contracts';
-import { natsDeployFiles, serviceInboxPrefix, OPERATOR_INBOX_PREFIX } from '@tally/platform-app';
+import { natsDeployFiles, serviceInboxPrefix, OPERATOR_INBOX_PREFIX, webhookNames } from '@tally/platform-app';
 import { PrivateNatsServer, ServiceProcess } from '@tally/testing';
 import { adminHeaders } from '../support/auth.js';
 import { runTally } from '../cli/support/run-cli.js';
@@ -25,6 +25,9 @@ const PASSWORDS = {
 };
 type User = keyof typeof PASSWORDS;
 const names = tallyNames('tally');
+/** The authority's streams the orchestrator must not touch: the budget ledger, the directory, the webhooks' ledger. */
+const AUTHORITY_STREAMS = [names.budgetEventsStream, names.directoryEventsStream, webhookNames(names).eventsStream];
+const ORCHESTRATOR_STREAMS = [names.workEventsStream, names.workQueueStream];
 /** The generated file runs as it is: the namespace it was generated for, on a server of this test's own. */
 const STACK_ENV = {
   TALLY_NAMESPACE: 'tally',
@@ -162,18 +165,12 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
   }, 240_000);
 
   it('Issue 9: the orchestrator user is refused the budget ledger, budget consumers, and anyone else’s replies', async () => {
-    const refused = await probe('agent-orchestrator', 'budget-authority', [
-      names.budgetEventsStream,
-      names.directoryEventsStream,
-    ]);
+    const refused = await probe('agent-orchestrator', 'budget-authority', AUTHORITY_STREAMS);
     expect(refused).toEqual(expectedRefusals('agent-orchestrator', 'budget-authority'));
   }, 60_000);
 
   it('Issue 9: the authority user is refused the same on the work streams', async () => {
-    const refused = await probe('budget-authority', 'agent-orchestrator', [
-      names.workEventsStream,
-      names.workQueueStream,
-    ]);
+    const refused = await probe('budget-authority', 'agent-orchestrator', ORCHESTRATOR_STREAMS);
     expect(refused).toEqual(expectedRefusals('budget-authority', 'agent-orchestrator'));
   }, 60_000);
 });
@@ -184,10 +181,7 @@ function foreignEventSubject(other: User): string {
 }
 
 function expectedRefusals(user: User, other: User): Record<string, string> {
-  const streams =
-    other === 'budget-authority'
-      ? [names.budgetEventsStream, names.directoryEventsStream]
-      : [names.workEventsStream, names.workQueueStream];
+  const streams = other === 'budget-authority' ? AUTHORITY_STREAMS : ORCHESTRATOR_STREAMS;
   const out: Record<string, string> = { [`publish ${foreignEventSubject(other)}`]: 'refused' };
   for (const s of streams) {
     for (const action of ['delete', 'update', 'purge', 'create consumer', 'create durable consumer'])

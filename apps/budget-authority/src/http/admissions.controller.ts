@@ -107,9 +107,8 @@ export class AdmissionsController {
   }
 
   /**
-   * Who asks to act on a hold (http-api.md, Credentials): the hold's admission proof, an
-   * issuer or admin (its tenant is checked against the hold by the authority), or the token
-   * of the capability the hold was admitted on. A proof that does not verify for this hold
+   * Who asks to act on a hold (http-api.md, Credentials): the hold's admission proof, or an
+   * issuer or admin (its tenant is checked against the hold by the authority). A proof that does not verify for this hold
    * is answered like an unknown hold at once, without a command; a reader may not settle;
    * no credential at all is a 401.
    */
@@ -124,8 +123,9 @@ export class AdmissionsController {
     }
     if (hasRole(caller, 'issuer'))
       return caller.role === 'admin' ? { kind: 'operator' } : { kind: 'operator', tenant_id: caller.tenant_id };
-    if (caller.kind === 'capability') return { kind: 'capability_token', token: caller.token };
-    throw possessionRefused(caller, "an issuer key, the hold's admission_proof or its capability token");
+    // A capability token alone does not settle over HTTP (http-api.md, Credentials): the proof
+    // the admission returned does. The orchestrator's NATS settlements carry the token instead.
+    throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
   }
 
   /** A proof the authority signed for exactly this hold. */
