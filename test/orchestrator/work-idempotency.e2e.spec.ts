@@ -1,4 +1,4 @@
-// Issue 8, item 4 on the orchestrator (ADR 0016): POST /v1/work takes an Idempotency-Key when
+// Issue 8, item 4 on the orchestrator (ADR 0023): POST /v1/work takes an Idempotency-Key when
 // the body names no work_id. The work id derives from the tenant, the capability and the key,
 // and the work ledger compares a resubmission with the unit it holds: the same request is the
 // same unit, another request under the key a 409 idempotency_conflict naming it, and the same

@@ -191,7 +191,7 @@ export const orchestratorOpenApi: Record<string, unknown> = {
           {
             name: 'Idempotency-Key',
             in: 'header',
-            description: "Without work_id: names the unit within the caller's tenant and capability (ADR 0016)",
+            description: "Without work_id: names the unit within the caller's tenant and capability (ADR 0023)",
             schema: { type: 'string', minLength: 1, maxLength: 255 },
           },
         ],

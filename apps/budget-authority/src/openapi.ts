@@ -13,7 +13,7 @@ const problem = (description: string) => ({
   content: { 'application/problem+json': { schema: ref('Problem') } },
 });
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-/** Scoped to the tenant and the endpoint (ADR 0016); reused with another request it is a 409 idempotency_conflict. */
+/** Scoped to the tenant and the endpoint (ADR 0023); reused with another request it is a 409 idempotency_conflict. */
 const idempotencyKey = {
   name: 'Idempotency-Key',
   in: 'header',

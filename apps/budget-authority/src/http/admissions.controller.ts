@@ -36,7 +36,7 @@ export class AdmissionsController {
   ) {}
 
   /**
-   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0016), else a
+   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0023), else a
    * fresh one. Asked only once the call passed validation, so a refused call never uses up a key.
    */
   private async commandIdOf(call: Omit<IdempotentCall, 'caller'>, caller: Principal): Promise<string> {

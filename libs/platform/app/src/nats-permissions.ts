@@ -112,7 +112,7 @@ function authority(n: TallyNames): NatsUserPermissions {
         ...kv(n.commandRepliesBucket),
         `${serviceInboxPrefix('agent-orchestrator')}.>`,
         ...leases(n, service),
-        // Idempotency-Key records of HTTP calls (ADR 0016): created and read by key.
+        // Idempotency-Key records of HTTP calls (ADR 0023): created and read by key.
         ...kv(n.idempotencyBucket),
         ...kv(n.signatureReplayBucket),
         // Tenant webhooks (ADR 0040): their ledger and outbox, the fan-out's consumer on the

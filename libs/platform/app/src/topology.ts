@@ -104,7 +104,7 @@ function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
   return [
     replyBucketSpec(names, replyBucketLimitsOf(config)),
     leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, replicas),
-    // The Idempotency-Key records of the authority's HTTP calls (ADR 0016).
+    // The Idempotency-Key records of the authority's HTTP calls (ADR 0023).
     idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
     {
       bucket: names.signatureReplayBucket,

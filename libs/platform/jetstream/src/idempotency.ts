@@ -1,4 +1,4 @@
-// Stripe-style idempotency keys (http-api.md, Credentials; ADR 0016). A caller's
+// Stripe-style idempotency keys (http-api.md, Credentials; ADR 0023). A caller's
 // Idempotency-Key is remembered, per scope (the tenant, or the capability a possession proof
 // names) and per endpoint, together with a fingerprint of the request and the command id the
 // first request ran under. The same key and request run again under that command id, which
