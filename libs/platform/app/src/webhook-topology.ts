@@ -31,7 +31,7 @@ export function webhookNames(names: TallyNames): WebhookNames {
   const ns = names.namespace;
   const tenant = (id: string) => assertSubjectToken(id, 'tenantId');
   return {
-    eventsStream: `${upper}_WEBHOOK_EVENTS`,
+    eventsStream: names.webhookEventsStream,
     eventsWildcard: `${ns}.webhook.evt.>`,
     endpointsSubject: (id) => `${ns}.webhook.evt.endpoints.${tenant(id)}`,
     attemptsSubject: (id) => `${ns}.webhook.evt.attempts.${tenant(id)}`,
