@@ -28,7 +28,7 @@ const DIRECT_CASE = 'direct provider call (zero latency)';
 const PRICE = { input_per_mtok_units: 1, output_per_mtok_units: 1, currency: 'USD' };
 const SUBMIT_IN_FLIGHT = 32;
 
-interface Stack {
+export interface Stack {
   readonly ns: string;
   readonly provider: ScriptedProvider;
   readonly nc: NatsConnection;
@@ -43,7 +43,8 @@ interface Stack {
   dispose(): Promise<void>;
 }
 
-async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promise<Stack> {
+/** A namespace with the scripted provider, the authority when metered, and orchestrators started on demand. */
+export async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promise<Stack> {
   const ns = uniqueNamespace(prefix);
   const dir = mkdtempSync(join(tmpdir(), `tally-bench-${prefix}-`));
   const provider = await ScriptedProvider.start();
@@ -196,7 +197,7 @@ async function post(url: string, body: Record<string, unknown>): Promise<void> {
   await res.arrayBuffer();
 }
 
-async function directCall(provider: ScriptedProvider): Promise<number> {
+export async function directCall(provider: ScriptedProvider): Promise<number> {
   const started = performance.now();
   const res = await fetch(`${provider.url}/chat/completions`, {
     method: 'POST',

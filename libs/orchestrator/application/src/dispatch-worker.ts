@@ -16,6 +16,7 @@ import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './atte
 import { credentialFor } from './credential.js';
 import { admitFitted, fittedRequest, maxTokensFor } from './fitted-admission.js';
 import type {
+  AdmissionProofWire,
   BudgetPort,
   Clock,
   DispatchDelta,
@@ -106,7 +107,12 @@ export const budgetCommandIds = (workId: string, ordinal: number) => ({
   settle: `${workId}:attempt:${ordinal}:settle`,
 });
 
+/** Admission proofs kept between admission and settlement; the oldest goes first beyond this. */
+const PROOFS_MAX = 10_000;
+
 export class DispatchWorker {
+  private readonly proofs = new Map<string, AdmissionProofWire>();
+
   constructor(private readonly deps: DispatchWorkerDeps) {
     if (!(deps.options.stepsMax >= 1 && deps.options.abortPollMs >= 1 && deps.options.conflictRetriesMax >= 1))
       throw new Error('DispatchWorker options must all be >= 1');
@@ -151,7 +157,9 @@ export class DispatchWorker {
           command_id: budgetCommandIds(workId, plan.ordinal).settle,
           hold_id: plan.hold_id,
           outcome: settleOutcomeOf(attempt, plan),
+          ...this.settleProof(plan.hold_id, requireWork(view.state).token_fingerprint, options),
         });
+        this.proofs.delete(plan.hold_id);
         // The hold was the last thing outside this unit; if the unit can end now, it ends in the same commit.
         const settled = this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
         return continueAfter(
@@ -251,7 +259,8 @@ export class DispatchWorker {
       hold_cost_units: cost,
       price,
     });
-    if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id);
+    if (admission.admission_proof !== undefined) this.rememberProof(admission.hold_id, admission.admission_proof);
+    if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id, token);
     const outcome = await this.callProvider(workId, started.view, plan, options, maxTokens);
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
     const recorded = await this.recordOutcome(workId, started.view, settle, options);
@@ -300,7 +309,12 @@ export class DispatchWorker {
    * owns the unit (and shares our hold, by the admit command id). If the unit moved on
    * without it (an abort), the hold we took will never be used and is released.
    */
-  private async afterLostStart(workId: string, ordinal: number, holdId: string): Promise<StepResult> {
+  private async afterLostStart(
+    workId: string,
+    ordinal: number,
+    holdId: string,
+    token: string | undefined,
+  ): Promise<StepResult> {
     const fresh = await this.deps.repository.load(workId);
     if (fresh.state.attempts.length > ordinal)
       return { kind: 'superseded', reason: `attempt ${ordinal} was started by another worker` };
@@ -310,9 +324,26 @@ export class DispatchWorker {
         command_id: budgetCommandIds(workId, ordinal).settle,
         hold_id: holdId,
         outcome: { kind: 'not_dispatched', reason: 'the work unit moved on before this attempt was started' },
+        ...this.proofOf(holdId, token),
       });
     }
+    this.proofs.delete(holdId);
     return CONTINUE;
+  }
+
+  /** Kept from admission to settlement in this process; a redelivered unit settles with its token instead. */
+  private rememberProof(holdId: string, proof: AdmissionProofWire): void {
+    this.proofs.set(holdId, proof);
+    if (this.proofs.size > PROOFS_MAX) this.proofs.delete(this.proofs.keys().next().value!);
+  }
+
+  private settleProof(holdId: string, fingerprint: string, options: ProcessOptions) {
+    return this.proofOf(holdId, credentialFor(fingerprint, options.credential));
+  }
+
+  private proofOf(holdId: string, token: string | undefined) {
+    const proof = this.proofs.get(holdId);
+    return { ...(proof === undefined ? {} : { admission_proof: proof }), ...(token === undefined ? {} : { token }) };
   }
 
   private async callProvider(
