@@ -1,8 +1,10 @@
 // Cluster suite (issue 9): the authority's Admit+Settle pairs (1,000 trees, one replica) and
-// the orchestrator's metered overhead, first on the single node of NATS_URL with R1 streams,
-// then on a three-node JetStream cluster started here on loopback with R3 streams, in one
-// run. Reports R3 ÷ R1 for pairs/s and for each p99: what replication costs on this host.
-import { NatsCluster } from '@tally/testing';
+// the orchestrator's metered overhead, first on a single private nats-server with R1 streams,
+// then on a three-node JetStream cluster with R3 streams, both started here on loopback with
+// temp stores, in one run. Reports R3 ÷ R1 for pairs/s and for each p99: what replication
+// costs on this host. Both are private so that neither shares its server with other work
+// (NATS_URL's server may carry other tests' load).
+import { NatsCluster, PrivateNatsServer } from '@tally/testing';
 import { measureCase } from './authority.bench.js';
 import type { BenchContext, BenchRow, BenchSuite } from './lib.js';
 import { overhead } from './orchestrator.bench.js';
@@ -41,7 +43,14 @@ function ratioRows(r1: readonly BenchRow[], r3: readonly BenchRow[], metrics: re
 export const clusterSuite: BenchSuite = {
   name: SUITE,
   async run(ctx: BenchContext): Promise<BenchRow[]> {
-    const r1 = await measureOn(ctx, 'R1 single node');
+    ctx.log('cluster: starting one private nats-server');
+    const single = await PrivateNatsServer.start();
+    let r1: BenchRow[];
+    try {
+      r1 = await measureOn({ ...ctx, natsUrl: single.url }, 'R1 single node');
+    } finally {
+      await single.dispose();
+    }
     ctx.log('cluster: starting three nats-server nodes');
     const cluster = await NatsCluster.start(3);
     try {

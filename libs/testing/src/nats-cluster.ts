@@ -54,6 +54,16 @@ export class NatsCluster {
     return node;
   }
 
+  /** The version the nodes report (they all run one binary). */
+  async serverVersion(): Promise<string> {
+    const nc = await connect({ servers: this.servers, timeout: API_TIMEOUT_MS });
+    try {
+      return nc.info?.version ?? '0.0.0';
+    } finally {
+      await nc.close();
+    }
+  }
+
   /** The server_name of the stream's leader, or undefined while it has none (an election). */
   async leaderOf(stream: string): Promise<string | undefined> {
     const nc = await connect({ servers: this.servers, timeout: API_TIMEOUT_MS });

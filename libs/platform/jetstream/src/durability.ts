@@ -9,6 +9,14 @@ const STREAM_NOT_FOUND = 10059;
 /** nats-server acks after fsync only from 2.10.23 on, and only with `sync_interval: always`. */
 export const FSYNC_BEFORE_ACK_MIN_VERSION = '2.10.23';
 
+/**
+ * Before 2.9.21 a clustered stream checks Nats-Expected-Last-Subject-Sequence before the
+ * write is replicated, not as part of it, so two concurrent appends on one aggregate can
+ * both pass (nats-server#4320). Optimistic concurrency between replicas of a service is
+ * then not serializable: the ledger can fork.
+ */
+export const CLUSTERED_OCC_MIN_VERSION = '2.9.21';
+
 /** One replica of a clustered stream as the leader sees it. */
 export interface ReplicaHealth {
   readonly name: string;
@@ -66,6 +74,11 @@ export interface DurabilityReport {
   readonly jetstream_enabled: boolean;
   readonly streams: readonly StreamReport[];
   readonly acks_backed_by_fsync: boolean;
+  /**
+   * Whether an append conditioned on the aggregate's last sequence is serialized by the
+   * server: always on one node, on a cluster only from CLUSTERED_OCC_MIN_VERSION.
+   */
+  readonly occ_serializable: boolean;
   readonly warnings: readonly string[];
   /** Reasons the deployment works but needs an operator now: a stream nearly full, a replica behind or gone. */
   readonly degraded: readonly string[];
@@ -112,12 +125,21 @@ export function formatDurabilityReport(input: DurabilityInput): DurabilityReport
       judgeStream(stream, input.fullnessDegradedRatio ?? FULLNESS_DEGRADED_RATIO_DEFAULT, warnings, degraded),
     );
   }
+  const clustered = streams.some((s) => s.replicas > 1 && s.leader !== undefined);
+  const occSerializable = !clustered || versionAtLeast(input.serverVersion, CLUSTERED_OCC_MIN_VERSION);
+  if (!occSerializable)
+    warnings.push(
+      `nats-server ${input.serverVersion} does not serialize the expected-sequence check on clustered streams ` +
+        `(nats-server#4320, fixed in ${CLUSTERED_OCC_MIN_VERSION}): two replicas appending to one aggregate can both commit ` +
+        `and fork the ledger; run one replica of each service, or upgrade the servers`,
+    );
   return {
     server_version: input.serverVersion,
     server_name: input.serverName,
     jetstream_enabled: input.jetstreamEnabled,
     streams,
     acks_backed_by_fsync: input.jetstreamEnabled && fsyncCapable && input.assumeSyncAlways,
+    occ_serializable: occSerializable,
     warnings,
     degraded,
   };

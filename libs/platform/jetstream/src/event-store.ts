@@ -186,8 +186,10 @@ export class JetStreamEventStore implements EventStore {
   /**
    * One round trip when the caller is one commit behind (the common catch-up): the last
    * commit names the subject's sequence before it, so the rest is read only when the caller
-   * is further behind, and only up to that sequence. Every commit read must link to the one
-   * before it (and a full load's first commit to nothing), else the history has a hole.
+   * is further behind. Every commit read must link to the one before it (and a full load's
+   * first commit to nothing), else the history has a hole or a fork. A fork whose first
+   * commit lies between the caller's position and a one-behind last commit is not read, so
+   * not seen; servers that serialize the expected-sequence check never write one.
    */
   async load(subject: string, afterSequence = 0): Promise<LoadResult> {
     const last = await this.lastMessage(subject);
@@ -200,7 +202,9 @@ export class JetStreamEventStore implements EventStore {
       chain.link(last.seq, previous);
       return { events: tail, lastSequence: last.seq };
     }
-    const events = await this.readRange(subject, afterSequence + 1, previous ?? last.seq - 1, chain);
+    // Up to the last commit, not only to the one it names: a commit in between would be a
+    // second commit on a shared predecessor (a fork), which the chain check must see.
+    const events = await this.readRange(subject, afterSequence + 1, last.seq - 1, chain);
     chain.link(last.seq, previous);
     if (events.length + tail.length > this.options.loadEventsMax)
       throw new Error(`aggregate ${subject} exceeds loadEventsMax=${this.options.loadEventsMax}`);
@@ -319,8 +323,9 @@ function previousSequenceOf(header: { get(key: string): string } | undefined): n
 
 /**
  * Follows the commits of one load in order. Each commit names the subject's sequence before
- * it; when that is not the commit read just before (or, for the first one, is past where
- * the load started: 0 for a full load), a commit is missing, and the load fails loudly.
+ * it; when that is not the commit read just before (or, for the first one, is not where the
+ * load started: 0 for a full load), a commit is missing or two commits share a predecessor
+ * (a fork), and the load fails loudly.
  * A commit with no link (another writer's message) is taken as it is.
  */
 class HistoryChain {
@@ -337,12 +342,22 @@ class HistoryChain {
     if (previous === undefined) return;
     if (previous >= seq)
       throw new HistoryGap(this.stream, this.subject, `commit #${seq} claims to follow #${previous}`);
-    if (expected === undefined ? previous > this.afterSequence : previous !== expected) {
-      const before = expected === undefined ? `the start of the load (after #${this.afterSequence})` : `#${expected}`;
+    // The commit before this one (or the caller's position, a commit of this subject) is later
+    // than the predecessor this one names: two commits claim the same predecessor.
+    const before = expected ?? this.afterSequence;
+    if (previous < before)
       throw new HistoryGap(
         this.stream,
         this.subject,
-        `commit #${seq} follows #${previous}, but the commit read before it is ${before}: #${previous} is missing`,
+        `commit #${seq} follows #${previous}, but #${before} already follows it: two commits claim the ` +
+          `same predecessor (a fork; the server did not serialize the expected-sequence check, nats-server#4320)`,
+      );
+    if (expected === undefined ? previous > this.afterSequence : previous !== expected) {
+      const read = expected === undefined ? `the start of the load (after #${this.afterSequence})` : `#${expected}`;
+      throw new HistoryGap(
+        this.stream,
+        this.subject,
+        `commit #${seq} follows #${previous}, but the commit read before it is ${read}: #${previous} is missing`,
       );
     }
   }

@@ -115,11 +115,33 @@ describe('durability report', () => {
         },
       ],
     });
+    expect(ok.occ_serializable).toBe(true);
     expect(hurt.streams[0]).toMatchObject({ leader: null, replicas_current: 0 });
     expect(hurt.degraded).toEqual([
       expect.stringContaining('stream E has no leader'),
       'stream E: replica n2 is behind (lag 42)',
       'stream E: replica n3 is offline',
     ]);
+  });
+
+  it('Issue 9: a clustered stream on a server before 2.9.21 is reported as not serializing optimistic concurrency (nats-server#4320)', () => {
+    const clustered = {
+      name: 'E',
+      replicas: 3,
+      storage: 'file',
+      bytes: 0,
+      maxBytes: -1,
+      cluster: { leader: 'n1', followers: [{ name: 'n2', current: true, offline: false, lag: 0 }] },
+    };
+    const base = { serverName: 'n1', jetstreamEnabled: true, assumeSyncAlways: false };
+    const old = formatDurabilityReport({ ...base, serverVersion: '2.9.10', streams: [clustered] });
+    expect(old.occ_serializable).toBe(false);
+    expect(old.warnings).toContainEqual(expect.stringContaining('nats-server#4320, fixed in 2.9.21'));
+    expect(formatDurabilityReport({ ...base, serverVersion: '2.9.21', streams: [clustered] }).occ_serializable).toBe(
+      true,
+    );
+    // One node serializes every write, whatever its version.
+    const single = { ...clustered, replicas: 1, cluster: undefined };
+    expect(formatDurabilityReport({ ...base, serverVersion: '2.9.10', streams: [single] }).occ_serializable).toBe(true);
   });
 });

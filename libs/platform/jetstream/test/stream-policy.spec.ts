@@ -2,6 +2,7 @@
 // append, cleanly), a load over a history with a hole fails loudly, and old streams move to the policy in place.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/nats-core';
 import { HistoryGap, StreamFull } from '@tally/eventing';
 import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { JetStreamEventStore } from '../src/event-store.js';
@@ -100,6 +101,31 @@ describe('stream policy', () => {
       await expect(store.load(middle)).rejects.toThrow(/commit #6 follows #4, but the commit read before it is #2/);
       // A catch-up that starts past the hole still checks what it reads.
       expect((await store.load(middle, 6)).events.map((e) => e.event.eventId)).toEqual(['m-3']);
+    },
+  );
+
+  it.each([
+    ['direct gets', undefined],
+    ['an ordered consumer', 0],
+  ])(
+    'Issue 9: a second commit on a predecessor that already has one (a fork) fails the catch-up and the full load with HistoryGap (%s)',
+    async (_how, directReadEventsMax) => {
+      const events = tallyStreamSpecs(f.names, testStreamLimits).find((s) => s.kind === 'workEvents')!;
+      await f.jsm.streams.add(toStreamConfig(events));
+      const store = storeOn(f.names.workEventsStream, directReadEventsMax);
+      const subject = f.names.workEventSubject('forked');
+      const first = (await store.append(subject, [counterEvent('f-0', 'forked', 1, 'w')], 0)).lastSequence;
+      const held = (await store.append(subject, [counterEvent('f-1', 'forked', 1, 'w')], first)).lastSequence;
+      // What a racing writer leaves on a server that let both expected-sequence checks pass
+      // (nats-server#4320): a commit that claims the same predecessor as the one we hold.
+      const twin = await f.jsm.streams.getMessage(f.names.workEventsStream, { seq: held });
+      const forkHeaders = natsHeaders();
+      forkHeaders.set('Tally-Previous-Subject-Sequence', String(first));
+      forkHeaders.set('Nats-Msg-Id', 'fork-1');
+      await f.js.publish(subject, twin!.data, { headers: forkHeaders });
+      await expect(store.load(subject, held)).rejects.toThrow(/two commits claim the same predecessor \(a fork/);
+      // A full load reads every commit up to the last, so it meets both commits on #first.
+      await expect(store.load(subject)).rejects.toThrow(/#3 follows #1, but #2 already follows it/);
     },
   );
 
