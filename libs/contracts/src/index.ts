@@ -9,3 +9,4 @@ export * from './work.dto.js';
 export * from './budget.dto.js';
 export { canonicalJson } from './canonical-json.js';
 export * from './receipt-chain.js';
+export * from './secrets.js';
