@@ -106,7 +106,6 @@ describe('POST /mcp with the official MCP client', () => {
       Array.from({ length: 8 }, (_, i) => client.callTool({ name: 'calc__add', arguments: { a: i, b: 0 } })),
     );
     const ok = results.filter((r) => !r.isError);
-    console.log('DEBUGX', JSON.stringify(results.map((r) => text(r))));
     expect(ok).toHaveLength(3);
     expect(tools.count('add') - before).toBe(3);
     const usage = await h.eventually('settled usage', async () => {
