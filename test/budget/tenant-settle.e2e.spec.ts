@@ -330,3 +330,35 @@ describe('Issue 8: tenants own capabilities, and settlements prove their right t
     expect(own['receipt']['verdict']).toBe('allow');
   });
 });
+
+describe('Issue 8: the durable JetStream command path', () => {
+  let durable: AuthorityStack;
+  beforeAll(async () => {
+    durable = await AuthorityStack.create('tenant-settle-js', { env: { TALLY__NATS__BUDGET_COMMANDS: 'jetstream' } });
+    await durable.start();
+  }, 180_000);
+  afterAll(async () => {
+    await durable?.dispose();
+  });
+
+  it('Issue 8: a durable Settle command without the right to the hold is answered like an unknown hold and never applied; with the proof it settles', async () => {
+    expect(durable.durableCommands).toBe(true);
+    const cap = await durable.issue([monetaryGrant()]);
+    const other = await durable.issue([monetaryGrant()]);
+    const admitted = await durable.admit(
+      admitPayload(cap['token'], `js-1-${randomBytes(3).toString('hex')}`, 'standalone', { requested_cost: 30 }),
+    );
+    const holdId = admitted['hold_id'] as string;
+    const outcome = { kind: 'completed', cost_units: 4, currency: 'USD' };
+    for (const payload of [
+      { hold_id: holdId, outcome, admission_proof: null },
+      { hold_id: holdId, outcome, token: other['token'] },
+    ]) {
+      const answer = await durable.settle(payload);
+      expect(answer['receipt']).toMatchObject({ verdict: 'deny', reason: 'hold is unknown', capability_id: null });
+    }
+    expect((await durable.usage(cap['id']))['realized_cost_units']).toBe(0);
+    const settled = await durable.settle({ hold_id: holdId, outcome });
+    expect(settled['receipt']).toMatchObject({ verdict: 'allow', capability_id: cap['id'] });
+  });
+});
