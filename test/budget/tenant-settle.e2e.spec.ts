@@ -227,6 +227,11 @@ describe('Issue 8: tenants own capabilities, and settlements prove their right t
       ],
       ['an edited proof', { hold_id: holdId, outcome, admission_proof: forged }, { authorization: '' }],
       ["another capability's token", { hold_id: holdId, outcome }, { authorization: `Bearer ${other['token']}` }],
+      [
+        "another capability's token in the body",
+        { hold_id: holdId, outcome, token: other['token'] },
+        { authorization: '' },
+      ],
     ];
     for (const [who, body, headers] of refused) {
       const res = await stack.http('POST', '/v1/settlements', body, headers);

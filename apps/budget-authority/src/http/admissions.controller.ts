@@ -24,6 +24,8 @@ export class IncreaseBodyDto {
   @IsMoney() amount_units!: WireMoney;
   @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
+  /** The token of the capability the hold was admitted on (as the bearer, or here). */
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }
 
 @Controller('v1')
@@ -55,7 +57,7 @@ export class AdmissionsController {
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
   ) {
-    const authorization = this.holdAuthorization(caller, body.hold_id, body.admission_proof);
+    const authorization = this.holdAuthorization(caller, body.hold_id, body.admission_proof, body.token);
     const mapped = toSettleCommand(body, freshCommandId(key), authorization);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
     const result = await this.authority.settle(mapped.command);
@@ -73,7 +75,7 @@ export class AdmissionsController {
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
   ) {
-    const authorization = this.holdAuthorization(caller, holdId, body.admission_proof);
+    const authorization = this.holdAuthorization(caller, holdId, body.admission_proof, body.token);
     const command = toIncreaseCommand({ hold_id: holdId, ...body }, freshCommandId(key), authorization);
     const result = await this.authority.increase(command);
     if (unknownToCaller(result.receipt)) throw notFound('hold', holdId);
@@ -100,11 +102,14 @@ export class AdmissionsController {
     caller: Principal,
     holdId: string,
     proof: AdmissionProofDto | undefined,
+    token: string | undefined,
   ): HoldAuthorization {
     if (proof !== undefined) {
       if (!this.provesAdmission(proof, holdId)) throw notFound('hold', holdId);
       return { kind: 'admission_proof', proof: proof as unknown as AdmissionProof };
     }
+    // The authority checks the token against the hold (signature, capability, expiry).
+    if (token !== undefined) return { kind: 'capability_token', token };
     if (hasRole(caller, 'issuer'))
       return caller.role === 'admin' ? { kind: 'operator' } : { kind: 'operator', tenant_id: caller.tenant_id };
     if (caller.kind === 'capability') return { kind: 'capability_token', token: caller.token };
