@@ -18,6 +18,8 @@ import { UnmeteredBudgetPort } from './budget/unmetered-budget.port.js';
 import { startDispatchWorkers } from './dispatch/dispatch-workers.js';
 import { SessionsController } from './http/sessions.controller.js';
 import { WorkController } from './http/work.controller.js';
+import { WorkTimelineController } from './http/work-timeline.controller.js';
+import { WorkTimeline } from './work/work-timeline.js';
 import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
@@ -42,6 +44,16 @@ const BUDGET_RETRY_DELAY_MS = 250;
 
 @Module({})
 class OrchestratorModule {}
+
+/** Every controller the orchestrator mounts: the access-table test enumerates their routes. */
+export const ORCHESTRATOR_CONTROLLERS = [
+  WorkController,
+  WorkTimelineController,
+  SessionsController,
+  ChatCompletionsController,
+  MessagesController,
+  McpController,
+] as const;
 
 export async function orchestratorService(config: TallyConfig): Promise<ServiceDefinition> {
   let runtime: OrchestratorRuntime | undefined;
@@ -71,7 +83,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       const catalog = new ModelCatalog(ctx.config.providers);
       return {
         module: OrchestratorModule,
-        controllers: [WorkController, SessionsController, ChatCompletionsController, MessagesController, McpController],
+        controllers: [...ORCHESTRATOR_CONTROLLERS],
         providers: [
           { provide: WorkSubmission, useValue: submission },
           { provide: ModelCatalog, useValue: catalog },
@@ -81,6 +93,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
           { provide: WorkReads, useValue: new WorkReads(rt) },
+          { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],
       };

@@ -153,6 +153,7 @@ export function toIssueCommand(
   return {
     ...(commandId === undefined ? {} : { command_id: commandId }),
     subject_public_key: dto.subject_public_key,
+    ...(dto.bind === undefined ? {} : { bind: dto.bind }),
     ttl_seconds: dto.ttl_seconds,
     grants,
     ...(dto.parent_id === undefined ? {} : { parent_id: dto.parent_id }),

@@ -161,6 +161,8 @@ export class IssueCapabilityDto {
     message: 'subject_public_key must be the base64url (unpadded) raw 32-byte Ed25519 public key',
   })
   subject_public_key!: string;
+  /** `subject_key`: admissions, work submissions and delegations must be signed with that key (RFC 9421, ADR 0011). */
+  @IsOptional() @IsIn(['subject_key'], { message: 'bind must be "subject_key"' }) bind?: 'subject_key';
   @IsInt() @Min(1) @Max(31_536_000) ttl_seconds!: number;
   @ArrayMinSize(1) @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => GrantDto) grants!: GrantDto[];
   @IsOptional() @IsString() @Length(1, 256) parent_id?: string;

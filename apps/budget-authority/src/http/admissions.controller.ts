@@ -5,13 +5,14 @@ import { Body, Controller, Headers, HttpCode, Inject, Param, Post } from '@nestj
 import { AdmissionProofDto, AdmitCommandDto, IsMoney, SettleCommandDto, type WireMoney } from '@tally/contracts';
 import { HOLD_UNKNOWN, type AdmissionProof, type HoldAuthorization } from '@tally/budget-application';
 import type { PublishedKeys } from '@tally/directory-service';
-import { Access, Caller, hasRole, possessionRefused, type Principal } from '@tally/platform-auth';
+import { Access, Caller, hasRole, possessionRefused, SubjectSigned, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 import { freshCommandId, notFound } from './http-support.js';
+import { Idempotency, type IdempotentCall } from './idempotency.js';
 
 export const PUBLISHED_KEYS = Symbol('PUBLISHED_KEYS');
 
@@ -33,20 +34,33 @@ export class AdmissionsController {
   constructor(
     @Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort,
     @Inject(PUBLISHED_KEYS) private readonly keys: PublishedKeys,
+    @Inject(Idempotency) private readonly idempotency: Idempotency,
   ) {}
+
+  /**
+   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0016), else a
+   * fresh one. Asked only once the call passed validation, so a refused call never uses up a key.
+   */
+  private async commandIdOf(call: Omit<IdempotentCall, 'caller'>, caller: Principal): Promise<string> {
+    return freshCommandId(undefined, await this.idempotency.commandId({ ...call, caller }));
+  }
 
   @Post('admissions')
   @HttpCode(200)
   @Access('capability')
+  @SubjectSigned()
   async admit(
     @Body() body: AdmitCommandDto,
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
   ) {
     const bearer = caller.kind === 'capability' ? caller.token : undefined;
-    const mapped = toAdmitCommand(body, freshCommandId(key), bearer);
+    const mapped = toAdmitCommand(body, '', bearer);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
-    return decisionToWire(await this.authority.admit(mapped.command));
+    const call = { endpoint: 'POST /v1/admissions', key, request: body, proofScope: 'none' };
+    return decisionToWire(
+      await this.authority.admit({ ...mapped.command, command_id: await this.commandIdOf(call, caller) }),
+    );
   }
 
   @Post('settlements')
@@ -58,9 +72,10 @@ export class AdmissionsController {
     @Caller() caller: Principal,
   ) {
     const authorization = this.holdAuthorization(caller, body.hold_id, body.admission_proof, body.token);
-    const mapped = toSettleCommand(body, freshCommandId(key), authorization);
+    const mapped = toSettleCommand(body, '', authorization);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
-    const result = await this.authority.settle(mapped.command);
+    const call = { endpoint: 'POST /v1/settlements', key, request: body, proofScope: `hold:${body.hold_id}` };
+    const result = await this.authority.settle({ ...mapped.command, command_id: await this.commandIdOf(call, caller) });
     if (unknownToCaller(result.receipt)) throw notFound('hold', body.hold_id);
     return wireJson({ receipt: result.receipt });
   }
@@ -76,7 +91,9 @@ export class AdmissionsController {
     @Caller() caller: Principal,
   ) {
     const authorization = this.holdAuthorization(caller, holdId, body.admission_proof, body.token);
-    const command = toIncreaseCommand({ hold_id: holdId, ...body }, freshCommandId(key), authorization);
+    const request = { hold_id: holdId, ...body };
+    const call = { endpoint: 'POST /v1/holds/{id}/increase', key, request, proofScope: `hold:${holdId}` };
+    const command = toIncreaseCommand(request, await this.commandIdOf(call, caller), authorization);
     const result = await this.authority.increase(command);
     if (unknownToCaller(result.receipt)) throw notFound('hold', holdId);
     return wireJson(result);

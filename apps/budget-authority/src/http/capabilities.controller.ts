@@ -1,8 +1,8 @@
 // POST /v1/capabilities (issue or delegate), revoke, and the projection-backed reads of a
 // capability: usage per grant and its mutation events newest first (B18).
-import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { moneyToWire, IssueCapabilityDto, RevokeCapabilityDto } from '@tally/contracts';
-import { Access, Caller, type Principal } from '@tally/platform-auth';
+import { Access, Caller, type Principal, type SignedRequest } from '@tally/platform-auth';
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import { Type } from 'class-transformer';
@@ -11,7 +11,8 @@ import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { toIssueCommand, wireJson } from '../command-mapping.js';
 import { budgetScopeOf, CapabilityAccess } from './capability-access.js';
 import { Freshness } from './freshness.js';
-import { commandIdFrom, notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
+import { Idempotency } from './idempotency.js';
+import { notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
 
 export const EVENTS_LIMIT_MAX = 1_000;
 const EVENTS_LIMIT_DEFAULT = 100;
@@ -43,6 +44,7 @@ export class CapabilitiesController {
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
     @Inject(CapabilityAccess) private readonly access: CapabilityAccess,
+    @Inject(Idempotency) private readonly idempotency: Idempotency,
   ) {}
 
   @Post()
@@ -52,12 +54,20 @@ export class CapabilitiesController {
     @Body() body: IssueCapabilityDto,
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
+    @Req() req: SignedRequest,
   ) {
     // A delegation belongs to its parent's tenant (the domain sees to it); a root to the issuer's.
     let tenant: string | undefined;
-    if (body.parent_id !== undefined) await this.access.mayDelegate(caller, body.parent_id, body.parent_token);
+    if (body.parent_id !== undefined) await this.access.mayDelegate(caller, body.parent_id, body.parent_token, req);
     else tenant = this.access.issuingTenant(caller, body.tenant_id);
-    const out = await this.authority.issue(toIssueCommand(body, commandIdFrom(key), tenant));
+    const commandId = await this.idempotency.commandId({
+      endpoint: 'POST /v1/capabilities',
+      key,
+      caller,
+      request: body,
+      proofScope: `capability:${body.parent_id}`,
+    });
+    const out = await this.authority.issue(toIssueCommand(body, commandId, tenant));
     if (!out.ok) throw refused(out.rejection);
     return wireJson(out.value);
   }

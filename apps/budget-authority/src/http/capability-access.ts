@@ -7,13 +7,17 @@ import { Inject, Injectable } from '@nestjs/common';
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries, EVERY_TENANT, type BudgetScope } from '@tally/budget-projections';
 import type { CapabilityTokenVerifier, DirectoryView } from '@tally/directory-service';
+import { SUBJECT_SIGNATURES } from '@tally/platform-app';
 import {
   DEFAULT_TENANT,
   forbidden,
   hasRole,
   possessionRefused,
   readScopeOf,
+  signatureRefused,
   type Principal,
+  type SignedRequest,
+  type SubjectSignatures,
 } from '@tally/platform-auth';
 import { Freshness } from './freshness.js';
 import { notFound } from './http-support.js';
@@ -40,6 +44,7 @@ export class CapabilityAccess {
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
     @Inject(DIRECTORY_VIEW) private readonly directory: DirectoryView,
+    @Inject(SUBJECT_SIGNATURES) private readonly signatures: SubjectSignatures,
   ) {}
 
   /**
@@ -59,9 +64,24 @@ export class CapabilityAccess {
     return tenant;
   }
 
-  /** Delegation: an issuer of the parent's tenant, or whoever presents the parent's own token. */
-  async mayDelegate(caller: Principal, parentId: string, parentToken: string | undefined): Promise<void> {
-    if (parentToken !== undefined && this.tokens.claimsOf(parentToken)?.id === parentId) return;
+  /**
+   * Delegation: an issuer of the parent's tenant, or whoever presents the parent's own token;
+   * a parent bound to its subject key delegates by token only on a request signed with that
+   * key (ADR 0011).
+   */
+  async mayDelegate(
+    caller: Principal,
+    parentId: string,
+    parentToken: string | undefined,
+    req: SignedRequest,
+  ): Promise<void> {
+    const parent = parentToken === undefined ? undefined : this.tokens.claimsOf(parentToken);
+    if (parent !== undefined && parent.id === parentId) {
+      if (parent.bind !== 'subject_key') return;
+      const refusal = await this.signatures.verify(req, parent.subject_public_key);
+      if (refusal) throw signatureRefused(refusal);
+      return;
+    }
     if (!hasRole(caller, 'issuer'))
       throw possessionRefused(caller, "an issuer key, or the parent capability's token as parent_token,");
     await this.freshness.awaitTree(rootOfCapability(parentId));

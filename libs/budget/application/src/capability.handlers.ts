@@ -21,6 +21,8 @@ export interface IssueCapabilityCommand {
   /** Optional retry key: the same command id issues the same capability once. */
   readonly command_id?: string;
   readonly subject_public_key: string;
+  /** `subject_key`: spending calls must be signed with the subject's key (ADR 0011). */
+  readonly bind?: 'subject_key';
   readonly ttl_seconds: number;
   readonly grants: readonly Grant[];
   /** With a parent this is a delegation, and it only narrows. */
@@ -72,6 +74,7 @@ export async function issueCapability(
         ? { tenant_id: cmd.tenant_id ?? DEFAULT_TENANT_ID }
         : { parent_id: cmd.parent_id }),
       subject_public_key: cmd.subject_public_key,
+      ...(cmd.bind === undefined ? {} : { bind: cmd.bind }),
       expires_at_ms: nowMs + ttlMs,
       grants: cmd.grants,
       ...(cmd.budget_share_units === undefined ? {} : { budget_units: cmd.budget_share_units }),
@@ -97,6 +100,7 @@ export function describeIssued(ctx: AuthorityContext, capability: Capability): I
     // Absent on capabilities from before tenants, so their retried issue seals the identical token.
     ...(capability.tenant_id === undefined ? {} : { tenant_id: capability.tenant_id }),
     subject_public_key: capability.subject_public_key,
+    ...(capability.bind === undefined ? {} : { bind: capability.bind }),
     issued_at_ms: capability.issued_at_ms,
     expires_at_ms: capability.expires_at_ms,
     grants,

@@ -46,6 +46,8 @@ export interface Capability {
   /** Absent on capabilities issued before tenants existed: they belong to DEFAULT_TENANT_ID. */
   readonly tenant_id?: string;
   readonly subject_public_key: string;
+  /** Spending calls must carry an HTTP message signature by the subject key (ADR 0011). */
+  readonly bind?: 'subject_key';
   readonly issued_at_ms: number;
   readonly expires_at_ms: number;
   readonly grants: readonly StoredGrant[];

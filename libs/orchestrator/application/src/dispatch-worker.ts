@@ -35,7 +35,18 @@ export interface DispatchWorkerOptions {
   readonly abortPollMs: number;
   /** Bound on reload-and-retry when recording an attempt's outcome meets a concurrent append. */
   readonly conflictRetriesMax: number;
+  /**
+   * How long the outcome of a call that was made (and so paid) is re-sent while the event
+   * store refuses writes, e.g. while a stream elects a new leader. Giving up sooner means a
+   * redelivery settles the attempt unknown and calls the provider again. 0 or absent: no re-send.
+   * Keep it below the work queue's ack wait, so no other worker takes the unit meanwhile.
+   */
+  readonly recordRetryMs?: number;
 }
+
+/** First and longest pause between re-sends of an attempt's outcome. */
+const RECORD_PAUSE_MIN_MS = 100;
+const RECORD_PAUSE_MAX_MS = 2_000;
 
 export interface DispatchWorkerDeps {
   readonly repository: WorkUnitRepository;
@@ -252,20 +263,45 @@ export class DispatchWorker {
     if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id, token);
     const outcome = await this.callProvider(workId, started.view, plan, options, maxTokens);
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
-    // First on the view we started from; only if someone wrote meanwhile (an abort), reload and retry.
-    const first = await this.deps.repository.applyChain(workId, started.view, settle, (state) =>
-      this.localFollowUp(state, options),
-    );
-    const recorded =
-      first.kind === 'conflict'
-        ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax)
-        : first;
+    const recorded = await this.recordOutcome(workId, started.view, settle, options);
     if (recorded.kind === 'rejected')
       return {
         kind: 'superseded',
         reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}`,
       };
     return { kind: 'continue', view: recorded.view };
+  }
+
+  /**
+   * Records a made call's outcome: first on the view the attempt started from, and only if
+   * someone wrote meanwhile (an abort) reloaded. While the store refuses writes it re-sends
+   * within recordRetryMs, telling the queue the delivery is still worked. A re-send after a
+   * write that landed unacknowledged conflicts, and the reload then finds the attempt settled.
+   */
+  private async recordOutcome(
+    workId: string,
+    view: WorkUnitView,
+    settle: WorkCommand,
+    options: ProcessOptions,
+  ): Promise<Exclude<AppendOutcome, { kind: 'conflict' }>> {
+    const deadline = this.deps.clock.nowMs() + (this.deps.options.recordRetryMs ?? 0);
+    let from: WorkUnitView | undefined = view;
+    for (let pause = RECORD_PAUSE_MIN_MS; ; pause = Math.min(2 * pause, RECORD_PAUSE_MAX_MS)) {
+      try {
+        const first = from
+          ? await this.deps.repository.applyChain(workId, from, settle, (state) => this.localFollowUp(state, options))
+          : ({ kind: 'conflict' } as const);
+        return first.kind === 'conflict'
+          ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax)
+          : first;
+      } catch (error) {
+        if (this.deps.clock.nowMs() + pause > deadline) throw error;
+        // The first write may have landed: from now on decide on what the stream holds.
+        from = undefined;
+        options.onProgress?.();
+        await this.deps.sleep(pause);
+      }
+    }
   }
 
   /**
