@@ -70,7 +70,7 @@ interface Variant {
 //                                none garb exp  del  role othT ownT adm  cap  othC
 const PUBLIC = /*             */ '200  200  200  200  200  200  200  200  200  200';
 const ADMIN_ONLY = /*         */ '401  401  401  401  403  403  403  200  403  403';
-const CAPABILITY_READ = /*    */ '401  401  401  401  200  404! 200  200  200  404';
+const CAPABILITY_READ = /*    */ '401  401  401  401  200  404  200  200  200  404';
 const WORK_READ = /*          */ '401  401  401  401  200  404  200  200  200  404';
 const SPEND = /*              */ '401  401  401  401  403  403  403  403  200  200';
 
@@ -136,7 +136,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         tokenField: 'parent_token',
       }),
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 201  201  201  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  201  201  201  403',
     },
   ],
   'authority POST /v1/capabilities/:id/revoke': [
@@ -146,7 +146,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         return { path: `/v1/capabilities/${owner.id}/revoke`, body: {}, owner, tokenField: 'token' };
       },
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 200  200  200  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  200  200  200  403',
     },
   ],
   'authority GET /v1/capabilities/:id': [{ request: capabilityRead(''), statuses: CAPABILITY_READ }],
@@ -161,13 +161,13 @@ const EXPECTED: Record<string, readonly Variant[]> = {
   ],
   'authority POST /v1/settlements': [
     {
-      name: 'without the proof (an issuer of its tenant)',
+      name: "without the proof (an issuer of its tenant, or the admitting capability's token)",
       request: async (f) => {
         const { hold_id } = await f.freshHold();
         return { path: '/v1/settlements', body: { hold_id, outcome: { kind: 'completed', cost_units: 1 } } };
       },
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 200  200  403  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  200  200  200  404',
     },
     {
       name: "with the hold's admission_proof",
@@ -189,7 +189,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
         return { path: `/v1/holds/${hold_id}/increase`, body: { amount_units: 1 } };
       },
       //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  403  404! 200  200  403  403',
+      statuses: /*                                    */ '401  401  401  401  403  404  200  200  200  404',
     },
   ],
   'authority POST /v1/nonces/redeem': [
