@@ -126,6 +126,19 @@ describe('Issue 8: tenants own capabilities, and settlements prove their right t
       as(keys[`${tenantB}:reader`]!),
     );
     expect(byRequest.body['receipts']).toEqual([]);
+    // The console's lists across capabilities are scoped the same way.
+    const listed = async (path: string, key: string, field: string) =>
+      ((await stack.http('GET', path, undefined, as(key))).body[field] as Json[]).map(
+        (r) => r['id'] ?? r['capability_id'],
+      );
+    expect(await listed('/v1/capabilities?limit=1000', keys[`${tenantA}:reader`]!, 'capabilities')).toContain(
+      cap['id'],
+    );
+    expect(await listed('/v1/capabilities?limit=1000', keys[`${tenantB}:reader`]!, 'capabilities')).not.toContain(
+      cap['id'],
+    );
+    expect(await listed('/v1/holds?limit=1000', keys[`${tenantA}:reader`]!, 'holds')).toContain(cap['id']);
+    expect(await listed('/v1/holds?limit=1000', keys[`${tenantB}:reader`]!, 'holds')).not.toContain(cap['id']);
     // The admin reads every tenant.
     expect((await stack.http('GET', `/v1/capabilities/${cap['id']}`)).body['tenant_id']).toBe(tenantA);
   });

@@ -5,7 +5,7 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { moneyToWire } from '@tally/contracts';
 import { OverviewQueries, type OverviewScope } from '@tally/budget-projections';
-import { Access, Caller, DEFAULT_TENANT, readScopeOf, type Principal } from '@tally/platform-auth';
+import { Access, Caller, readScopeOf, type Principal } from '@tally/platform-auth';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
 import type { WireGrant } from '@tally/budget-projections';
@@ -38,14 +38,14 @@ export class SpendQueryDto {
   @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
 }
 
-/**
- * What the caller may see. Capabilities carry no tenant in the projection yet, so every
- * tree belongs to the tenant `default` (as for GET /v1/receipts).
- */
+/** What the caller may see, as conditions of each query: its tenant (an admin every one), a token its own capability. */
 function scopeOf(caller: Principal): OverviewScope {
   const scope = readScopeOf(caller);
-  const visible = scope.tenant_id === undefined || scope.tenant_id === DEFAULT_TENANT;
-  return { visible, ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }) };
+  return {
+    visible: true,
+    ...(scope.tenant_id === undefined ? {} : { tenantId: scope.tenant_id }),
+    ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }),
+  };
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -83,7 +83,7 @@ export class OverviewController {
         id: r.capabilityId,
         root_id: r.rootId,
         parent_id: r.parentId,
-        tenant_id: DEFAULT_TENANT,
+        tenant_id: r.tenantId,
         depth: r.depth,
         issued_at: iso(r.issuedAtMs),
         expires_at: iso(r.expiresAtMs),

@@ -1,7 +1,8 @@
 // Reads across capabilities for the web console (issue 12): the capability tree, the holds
 // open now, ambiguities waiting for the reconciler, and spend summed per time bucket. Each
 // read is bounded, and each is restricted in the query to what the caller may see.
-import { In, IsNull, MoreThan, MoreThanOrEqual, type DataSource, type FindOptionsWhere } from 'typeorm';
+import { In, MoreThan, type DataSource, type FindOptionsWhere } from 'typeorm';
+import { scopeQuery, type BudgetScope } from './budget-queries.js';
 import { AmbiguityRow, CapabilityRow, HoldRow, MutationRow, UsageRow } from './entities.js';
 
 /** Holds that still hold exposure: not yet settled, released, reversed or cancelled. */
@@ -10,11 +11,18 @@ export const OPEN_HOLD_STATUSES: readonly string[] = ['authorized', 'captured', 
 /** Most mutation rows one spend series sums; a longer window is cut at the newest rows and says so. */
 export const SPEND_ROWS_MAX = 100_000;
 
-/** `capabilityId` set: only that capability's rows; `visible` false: nothing at all. */
+/** `tenantId` set: only that tenant's rows; `capabilityId` set: only that capability's; `visible` false: nothing at all. */
 export interface OverviewScope {
+  readonly tenantId?: string;
   readonly capabilityId?: string;
   readonly visible: boolean;
 }
+
+/** The scope as conditions of a query (see BudgetScope). */
+const budgetScope = (scope: OverviewScope): BudgetScope => ({
+  ...(scope.tenantId === undefined ? {} : { tenantId: scope.tenantId }),
+  ...(scope.capabilityId === undefined ? {} : { capabilityId: scope.capabilityId }),
+});
 
 export interface SpendBucket {
   readonly start_ms: number;
@@ -37,6 +45,7 @@ export class OverviewQueries {
     if (!scope.visible) return [];
     const where: FindOptionsWhere<CapabilityRow> = { issuedSequence: MoreThan(afterSequence) };
     if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
+    if (scope.tenantId !== undefined) where.tenantId = scope.tenantId;
     return this.dataSource.manager.find(CapabilityRow, { where, order: { issuedSequence: 'ASC' }, take: limit });
   }
 
@@ -51,17 +60,19 @@ export class OverviewQueries {
   /** Open holds, the ones that expire first first. */
   async openHolds(scope: OverviewScope, limit: number): Promise<HoldRow[]> {
     if (!scope.visible) return [];
-    const where: FindOptionsWhere<HoldRow> = { status: In([...OPEN_HOLD_STATUSES]) };
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    return this.dataSource.manager.find(HoldRow, { where, order: { expiresAtMs: 'ASC' }, take: limit });
+    return scopeQuery(this.dataSource.manager.createQueryBuilder(HoldRow, 'h'), 'h', budgetScope(scope))
+      .andWhere('h.status IN (:...open)', { open: [...OPEN_HOLD_STATUSES] })
+      .orderBy('h.expiresAtMs', 'ASC')
+      .take(limit)
+      .getMany();
   }
 
   /** Ambiguities, oldest first; `open` keeps only those the reconciler has not resolved yet. */
   async ambiguities(scope: OverviewScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
     if (!scope.visible) return [];
-    const where: FindOptionsWhere<AmbiguityRow> = open ? { resolvedSequence: IsNull() } : {};
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    return this.dataSource.manager.find(AmbiguityRow, { where, order: { recordedSequence: 'ASC' }, take: limit });
+    const q = scopeQuery(this.dataSource.manager.createQueryBuilder(AmbiguityRow, 'a'), 'a', budgetScope(scope));
+    if (open) q.andWhere('a.resolvedSequence IS NULL');
+    return q.orderBy('a.recordedSequence', 'ASC').take(limit).getMany();
   }
 
   /**
@@ -70,14 +81,12 @@ export class OverviewQueries {
    */
   async spend(scope: OverviewScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
     if (!scope.visible) return { buckets: [], truncated: false };
-    const where: FindOptionsWhere<MutationRow> = { occurredAtMs: MoreThanOrEqual(sinceMs) };
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    const rows = await this.dataSource.manager.find(MutationRow, {
-      where,
-      order: { occurredAtMs: 'DESC' },
-      take: SPEND_ROWS_MAX + 1,
-      select: { capabilityId: true, grantIndex: true, occurredAtMs: true, realizedDeltaUnits: true },
-    });
+    const rows = await scopeQuery(this.dataSource.manager.createQueryBuilder(MutationRow, 'm'), 'm', budgetScope(scope))
+      .select(['m.eventId', 'm.capabilityId', 'm.grantIndex', 'm.occurredAtMs', 'm.realizedDeltaUnits'])
+      .andWhere('m.occurredAtMs >= :sinceMs', { sinceMs })
+      .orderBy('m.occurredAtMs', 'DESC')
+      .take(SPEND_ROWS_MAX + 1)
+      .getMany();
     const truncated = rows.length > SPEND_ROWS_MAX;
     const counted = rows.slice(0, SPEND_ROWS_MAX).filter((r) => r.realizedDeltaUnits !== 0n);
     const currencies = await this.currencies([...new Set(counted.map((r) => r.capabilityId))]);
