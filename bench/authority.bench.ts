@@ -132,10 +132,17 @@ async function pair(fleet: Fleet, token: string, id: string): Promise<number> {
     'budget',
     'settle',
     `s-${id}`,
-    { hold_id: admit.value['hold_id'], outcome: { kind: 'completed', cost_units: 5, currency: 'USD' } },
+    // As the orchestrator settles: with the hold's admission proof (Issue 8), which the authority verifies.
+    {
+      hold_id: admit.value['hold_id'],
+      outcome: { kind: 'completed', cost_units: 5, currency: 'USD' },
+      admission_proof: admit.value['admission_proof'],
+    },
     SEND,
   );
   if (!settle.ok) throw new Error(`settle ${id} failed: ${JSON.stringify(settle.error)}`);
+  if ((settle.value['receipt'] as Json | undefined)?.['verdict'] !== 'allow')
+    throw new Error(`settle ${id} was not applied: ${JSON.stringify(settle.value['receipt'])}`);
   return admitMs;
 }
 

@@ -168,7 +168,7 @@ const EXPECTED: Record<string, readonly Variant[]> = {
   ],
   'authority POST /v1/settlements': [
     {
-      name: 'without the proof (an issuer of its tenant)',
+      name: "without the proof (an issuer of its tenant, or the admitting capability's token)",
       request: async (f) => {
         const { hold_id } = await f.freshHold();
         return { path: '/v1/settlements', body: { hold_id, outcome: { kind: 'completed', cost_units: 1 } } };

@@ -50,6 +50,11 @@ const schemas = {
       grants: { type: 'array', minItems: 1, items: ref('Grant') },
       parent_id: { type: 'string', description: 'delegate from this capability; a delegation only narrows' },
       budget_share_units: money,
+      tenant_id: {
+        type: 'string',
+        description:
+          "the owning tenant of a root capability: an admin may name one (default 'default'); others issue in their own",
+      },
     },
   },
   IssuedCapability: {
@@ -58,6 +63,10 @@ const schemas = {
     properties: {
       id: { type: 'string' },
       root_id: { type: 'string' },
+      tenant_id: {
+        type: 'string',
+        description: 'the tenant the capability belongs to (a delegation: its parent tenant)',
+      },
       token: { type: 'string' },
       expires_at: { type: 'string', format: 'date-time' },
       grants: { type: 'array', items: ref('Grant') },
@@ -188,6 +197,12 @@ const schemas = {
           reason: { type: 'string' },
         },
       },
+      admission_proof: {
+        type: 'object',
+        description:
+          "the hold's admission proof; without it, an issuer of the hold's tenant or the admitting capability token",
+      },
+      token: { type: 'string', description: 'over NATS: the token of the capability the hold was admitted on' },
     },
   },
   Receipt: {

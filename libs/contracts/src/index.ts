@@ -11,3 +11,4 @@ export { canonicalJson } from './canonical-json.js';
 export * from './receipt-chain.js';
 export * from './size-limits.js';
 export * from './boundary-text.js';
+export * from './secrets.js';

@@ -25,6 +25,8 @@ export class IncreaseBodyDto {
   @IsMoney() amount_units!: WireMoney;
   @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
+  /** The token of the capability the hold was admitted on (as the bearer, or here). */
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }
 
 @Controller('v1')
@@ -123,8 +125,10 @@ export class AdmissionsController {
     }
     if (hasRole(caller, 'issuer'))
       return caller.role === 'admin' ? { kind: 'operator' } : { kind: 'operator', tenant_id: caller.tenant_id };
-    // A capability token alone does not settle over HTTP (http-api.md, Credentials): the proof
-    // the admission returned does. The orchestrator's NATS settlements carry the token instead.
+    // A capability token alone never settles over HTTP (http-api.md, Credentials): an agent
+    // whose unit the orchestrator admitted holds the token but not the proof, and must not be
+    // able to settle its own hold (at cost 0) before the orchestrator does. The orchestrator's
+    // settlements over NATS carry the proof or the token it was admitted with.
     throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
   }
 

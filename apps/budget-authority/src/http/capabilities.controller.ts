@@ -151,7 +151,7 @@ export class CapabilitiesController {
   ) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const scope = budgetScopeOf(caller);
-    // An empty list would tell another caller the capability exists: it is the same 404 as a missing one.
+    // Like every read of a capability: one the caller may not see is as unknown as a missing one.
     if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
     const statuses = query.status === undefined ? undefined : [query.status];
     const holds = await this.queries.holds(id, statuses, scope);

@@ -96,6 +96,13 @@ export function buildAuthorityRuntime(ctx: HostContext, signer: Signer, extras: 
     authorityCounters(ctx.metrics.registry),
   );
   registerLedgerGauges(ctx.metrics.registry, ctx.dataSource, ctx.nats.jsm, names.budgetEventsStream);
+  // Loud on purpose: an installation that sees this line in production has a test bench exposed.
+  if (extras.faultInjection)
+    ctx.logger.event(
+      'warn',
+      'FAULT INJECTION IS ON (authority.fault_injection / TALLY_FAULT_INJECTION): POST /v1/test/faults lets an admin steer the simulated rail, drop acknowledgements and kill the projection thread. Test benches only; never in production (docs/adr/0006).',
+      { fault_injection: true },
+    );
   const faults = extras.faultInjection
     ? faultTargets(
         () => rail.current,

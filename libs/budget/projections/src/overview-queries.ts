@@ -1,7 +1,7 @@
 // Reads across capabilities for the web console (issue 12): the capability tree, the holds
 // open now, ambiguities waiting for the reconciler, and spend summed per time bucket. Each
 // read is bounded, and each is restricted in the query to what the caller may see.
-import { In, type DataSource, type ObjectLiteral } from 'typeorm';
+import { In, MoreThan, type DataSource, type FindOptionsWhere } from 'typeorm';
 import { scopeQuery, type BudgetScope } from './budget-queries.js';
 import { AmbiguityRow, CapabilityRow, HoldRow, MutationRow, UsageRow } from './entities.js';
 
@@ -10,6 +10,19 @@ export const OPEN_HOLD_STATUSES: readonly string[] = ['authorized', 'captured', 
 
 /** Most mutation rows one spend series sums; a longer window is cut at the newest rows and says so. */
 export const SPEND_ROWS_MAX = 100_000;
+
+/** `tenantId` set: only that tenant's rows; `capabilityId` set: only that capability's; `visible` false: nothing at all. */
+export interface OverviewScope {
+  readonly tenantId?: string;
+  readonly capabilityId?: string;
+  readonly visible: boolean;
+}
+
+/** The scope as conditions of a query (see BudgetScope). */
+const budgetScope = (scope: OverviewScope): BudgetScope => ({
+  ...(scope.tenantId === undefined ? {} : { tenantId: scope.tenantId }),
+  ...(scope.capabilityId === undefined ? {} : { capabilityId: scope.capabilityId }),
+});
 
 export interface SpendBucket {
   readonly start_ms: number;
@@ -27,19 +40,13 @@ export interface SpendSeries {
 export class OverviewQueries {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Capabilities in issue order after `afterSequence`, at most `limit`; the tenant is the capability's own column. */
-  async capabilities(scope: BudgetScope, afterSequence: number, limit: number): Promise<CapabilityRow[]> {
-    const q = this.dataSource.manager
-      .createQueryBuilder(CapabilityRow, 'c')
-      .where('c.issuedSequence > :after', { after: afterSequence });
-    if (scope.capabilityId !== undefined) q.andWhere('c.capabilityId = :cap', { cap: scope.capabilityId });
-    if (scope.tenantId !== undefined) q.andWhere('c.tenantId = :tenant', { tenant: scope.tenantId });
-    return q.orderBy('c.issuedSequence', 'ASC').take(limit).getMany();
-  }
-
-  /** Rows of a table with a capability_id column, restricted in the query to the scope. */
-  private scoped<T extends ObjectLiteral>(entity: new () => T, alias: string, scope: BudgetScope) {
-    return scopeQuery(this.dataSource.manager.createQueryBuilder(entity, alias), alias, scope);
+  /** Capabilities in issue order after `afterSequence`, at most `limit`. */
+  async capabilities(scope: OverviewScope, afterSequence: number, limit: number): Promise<CapabilityRow[]> {
+    if (!scope.visible) return [];
+    const where: FindOptionsWhere<CapabilityRow> = { issuedSequence: MoreThan(afterSequence) };
+    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
+    if (scope.tenantId !== undefined) where.tenantId = scope.tenantId;
+    return this.dataSource.manager.find(CapabilityRow, { where, order: { issuedSequence: 'ASC' }, take: limit });
   }
 
   async usageOf(capabilityIds: readonly string[]): Promise<UsageRow[]> {
@@ -51,31 +58,34 @@ export class OverviewQueries {
   }
 
   /** Open holds, the ones that expire first first. */
-  async openHolds(scope: BudgetScope, limit: number): Promise<HoldRow[]> {
-    return this.scoped(HoldRow, 'h', scope)
+  async openHolds(scope: OverviewScope, limit: number): Promise<HoldRow[]> {
+    if (!scope.visible) return [];
+    return scopeQuery(this.dataSource.manager.createQueryBuilder(HoldRow, 'h'), 'h', budgetScope(scope))
       .andWhere('h.status IN (:...open)', { open: [...OPEN_HOLD_STATUSES] })
       .orderBy('h.expiresAtMs', 'ASC')
-      .limit(limit)
+      .take(limit)
       .getMany();
   }
 
   /** Ambiguities, oldest first; `open` keeps only those the reconciler has not resolved yet. */
-  async ambiguities(scope: BudgetScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
-    const q = this.scoped(AmbiguityRow, 'a', scope);
+  async ambiguities(scope: OverviewScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
+    if (!scope.visible) return [];
+    const q = scopeQuery(this.dataSource.manager.createQueryBuilder(AmbiguityRow, 'a'), 'a', budgetScope(scope));
     if (open) q.andWhere('a.resolvedSequence IS NULL');
-    return q.orderBy('a.recordedSequence', 'ASC').limit(limit).getMany();
+    return q.orderBy('a.recordedSequence', 'ASC').take(limit).getMany();
   }
 
   /**
    * Realized cost per bucket of `bucketMs` since `sinceMs`, per currency. Currency lives on
    * the usage row of the mutation's grant; a grant without one is counted under ''.
    */
-  async spend(scope: BudgetScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
-    const rows = await this.scoped(MutationRow, 'm', scope)
-      .andWhere('m.occurredAtMs >= :since', { since: sinceMs })
+  async spend(scope: OverviewScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
+    if (!scope.visible) return { buckets: [], truncated: false };
+    const rows = await scopeQuery(this.dataSource.manager.createQueryBuilder(MutationRow, 'm'), 'm', budgetScope(scope))
       .select(['m.eventId', 'm.capabilityId', 'm.grantIndex', 'm.occurredAtMs', 'm.realizedDeltaUnits'])
+      .andWhere('m.occurredAtMs >= :sinceMs', { sinceMs })
       .orderBy('m.occurredAtMs', 'DESC')
-      .limit(SPEND_ROWS_MAX + 1)
+      .take(SPEND_ROWS_MAX + 1)
       .getMany();
     const truncated = rows.length > SPEND_ROWS_MAX;
     const counted = rows.slice(0, SPEND_ROWS_MAX).filter((r) => r.realizedDeltaUnits !== 0n);

@@ -5,44 +5,13 @@
 // as a recognisable value (a Bearer credential, an operator or admin key, a capability
 // token, a JWT, a webhook secret).
 
-export const REDACTED = '[redacted]';
+import { isSecretKey, REDACTED, redactText } from '@tally/contracts';
 
-/** Keys whose value is a secret, whatever it looks like. Public keys and key ids are not. */
-const SECRET_KEY =
-  /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api[-_]?key|apikey|token|[a-z0-9_-]*[-_]token|secret|[a-z0-9_-]*[-_]secret|password|passwd|pass|[a-z0-9_-]*[-_]password|key|private[-_]?key|signing[-_]?key|admin[-_]?key|seed|nkey|creds|credentials|jwt|admission_proof|execution_nonce)$/i;
-const NOT_SECRET_KEY = /(^|[-_])(public[-_]?key|key[-_]?id|token[-_]?fingerprint|key[-_]?env)$/i;
-
-/** Values that are credentials wherever they appear in a string. */
-const SECRET_VALUES: readonly [RegExp, string][] = [
-  // userinfo of any URL: nats://user:pass@host, https://token@host
-  [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, `$1${REDACTED}@`],
-  // secret-named query parameters
-  [
-    /([?&;](?:access_token|id_token|refresh_token|token|api[-_]?key|key|secret|password|pass|auth|code|signature|sig)=)[^&\s#"']+/gi,
-    `$1${REDACTED}`,
-  ],
-  [/\b(Bearer|Basic)\s+[^\s"',]+/gi, `$1 ${REDACTED}`],
-  // operator keys keep their key id (safe, and it says which key), never the secret part
-  [/\b(tally_key_[0-9a-f]{16}_)[A-Za-z0-9_-]+/g, `$1${REDACTED}`],
-  [/\btally_admin_[A-Za-z0-9_-]+/g, `tally_admin_${REDACTED}`],
-  [/\bc1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, `c1.${REDACTED}`],
-  [/\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, `jwt.${REDACTED}`],
-  [/\bwhsec_[A-Za-z0-9+/=_-]+/g, `whsec_${REDACTED}`],
-];
+export { isSecretKey, REDACTED, redactText };
 
 /** Bounds of one record's walk: a log call with a huge object is cut, never slow. */
 const DEPTH_MAX = 8;
 const VALUES_MAX = 2_000;
-
-export function isSecretKey(key: string): boolean {
-  return SECRET_KEY.test(key) && !NOT_SECRET_KEY.test(key);
-}
-
-export function redactText(text: string): string {
-  let out = text;
-  for (const [pattern, replacement] of SECRET_VALUES) out = out.replace(pattern, replacement);
-  return out;
-}
 
 /**
  * A copy of `value` fit for a log: secret-named keys replaced, strings scrubbed, bigints as

@@ -1,14 +1,18 @@
 // The dead-letter stream: a message that cannot be decoded or validated, or that
 // exceeded its delivery limit, is copied here with its reason before the original is
-// terminated. Nothing is silently dropped, except bearer credentials: a capability token
-// in a dead letter would outlive its message and be readable by anyone with access to
-// operational data (ADR 0007), so the copy keeps only its sha256 fingerprint.
+// terminated. Nothing is silently dropped, except credentials: a capability token, an
+// operator or admin key or a JWT in a dead letter would outlive its message and be readable
+// by anyone with access to operational data (ADR 0007), so the copy keeps only a sha256
+// fingerprint of each, in the body, the headers, the detail and the field errors.
 import { createHash } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import {
   HEADER_ROOM_BYTES,
   sizeLimitsOf,
+  isSecretKey,
+  REDACTED,
+  redactText,
   tokenFingerprint,
   walkJson,
   type FieldError,
@@ -68,20 +72,29 @@ export interface DeadLetterRecord {
   readonly truncated?: { readonly data_bytes: number; readonly data_sha256: string; readonly kept_bytes: number };
 }
 
-/** Keys whose string values are bearer credentials (capability tokens) wherever they appear. */
-const CREDENTIAL_KEYS = new Set(['token']);
-/** Bound on the values a redaction walks; a larger body that names a credential is withheld whole. */
+/** Bound on the values a redaction walks; a larger body that holds a credential is withheld whole. */
 const REDACT_VALUES_MAX = 50_000;
+/** The keys of a JSON text, cheaply, to see whether any names a secret before parsing it. */
+const JSON_KEY = /"((?:[^"\\]|\\.){1,128})"\s*:/g;
+
+/** Whether a body may hold a credential: a secret-named key, or a value shaped like one. */
+function mayHoldSecret(text: string): boolean {
+  for (const match of text.matchAll(JSON_KEY)) if (isSecretKey(match[1]!)) return true;
+  return redactText(text) !== text;
+}
 
 /**
- * The message body as a dead letter may keep it: every credential value replaced by
- * `[redacted sha256:<fingerprint>]` (the fingerprint ADR 0007 records in place of a token,
- * so the two can be matched). A body that cannot be parsed (or is too large to walk) but
- * names a credential key is withheld, leaving its size and digest.
+ * The message body as a dead letter may keep it. The value of every secret-named key
+ * (token, parent_token, authorization, admission_proof, password, …) becomes
+ * `[redacted sha256:<fingerprint>]` (for a token, the fingerprint ADR 0007 records in its
+ * place, so the two can be matched); any other string shaped like a credential (an
+ * operator or admin key, a capability token, a JWT, a Bearer value, URL userinfo) is
+ * scrubbed in place. A body that cannot be parsed (or is too large to walk) but may hold a
+ * credential is withheld, leaving its size and digest.
  */
 export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array; readonly redacted: string[] } {
   const text = Buffer.from(data).toString('utf8');
-  if (![...CREDENTIAL_KEYS].some((key) => text.includes(`"${key}"`))) return { data, redacted: [] };
+  if (!mayHoldSecret(text)) return { data, redacted: [] };
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -90,15 +103,22 @@ export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array
   }
   const redacted: string[] = [];
   const walked = walkJson(parsed, REDACT_VALUES_MAX, (node, path) => {
-    if (Array.isArray(node)) return;
-    for (const key of CREDENTIAL_KEYS) {
-      const value = Object.hasOwn(node, key) ? node[key] : undefined;
-      if (typeof value !== 'string') continue;
-      node[key] = `[redacted sha256:${tokenFingerprint(value)}]`;
-      redacted.push(`${path}.${key}`);
+    const array = Array.isArray(node);
+    for (const [key, value] of Object.entries(node)) {
+      const at = array ? `${path}[${key}]` : `${path}.${key}`;
+      if (!array && isSecretKey(key) && value !== null && (typeof value === 'string' || typeof value === 'object')) {
+        const secret = typeof value === 'string' ? value : JSON.stringify(value);
+        (node as Record<string, unknown>)[key] = `[redacted sha256:${tokenFingerprint(secret)}]`;
+        redacted.push(at);
+      } else if (typeof value === 'string' && redactText(value) !== value) {
+        (node as Record<string, unknown>)[key] = redactText(value);
+        redacted.push(at);
+      }
     }
   });
   if (walked === 'too_large') return withheld(data);
+  // A root that is itself a credential-shaped string.
+  if (typeof parsed === 'string' && redactText(parsed) !== parsed) return withheld(data);
   return redacted.length === 0
     ? { data, redacted }
     : { data: Buffer.from(JSON.stringify(parsed)), redacted: redacted.sort() };
@@ -106,28 +126,35 @@ export function redactCredentials(data: Uint8Array): { readonly data: Uint8Array
 
 function withheld(data: Uint8Array): { data: Uint8Array; redacted: string[] } {
   const note = {
-    withheld: 'the body could not be parsed and may hold a capability token',
+    withheld: 'the body could not be parsed and may hold a credential',
     bytes: data.length,
     sha256: createHash('sha256').update(data).digest('base64url'),
   };
   return { data: Buffer.from(JSON.stringify(note)), redacted: ['$'] };
 }
 
+/** Headers as a dead letter keeps them: secret-named ones (Authorization, x-api-key, …) redacted, others scrubbed. */
+function redactHeaders(headers: MsgHdrs | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [key, values] of headers ?? [])
+    out[key] = values.map((v) => (isSecretKey(key) ? REDACTED : redactText(v)));
+  return out;
+}
+
 export function deadLetterRecord(letter: DeadLetter): DeadLetterRecord {
-  const headers: Record<string, string[]> = {};
-  for (const [key, values] of letter.headers ?? []) headers[key] = values;
   const body = redactCredentials(letter.data);
   return {
     source: letter.source,
     reason: letter.reason,
-    detail: letter.detail,
-    errors: letter.errors ?? [],
+    // The reason and field errors may quote what was sent; they are scrubbed like the body.
+    detail: redactText(letter.detail),
+    errors: (letter.errors ?? []).map((e) => ({ ...e, message: redactText(e.message) })),
     original_subject: letter.originalSubject,
     original_stream: letter.originalStream ?? null,
     original_sequence: letter.originalSequence ?? null,
     deliveries: letter.deliveries ?? null,
     data_base64: Buffer.from(body.data).toString('base64'),
-    headers,
+    headers: redactHeaders(letter.headers),
     redacted: body.redacted,
   };
 }
