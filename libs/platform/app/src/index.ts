@@ -18,3 +18,4 @@ export * from './nats-credentials.js';
 export * from './oidc-settings.js';
 export * from './oidc-config.js';
 export * from './service-metrics.js';
+export * from './tracing.js';

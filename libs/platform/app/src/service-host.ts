@@ -27,6 +27,7 @@ import {
 } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
+import { httpSpans, startTracing } from './tracing.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
 export const OPENAPI_DOCUMENT = Symbol('OPENAPI_DOCUMENT');
@@ -80,11 +81,14 @@ class HostModule {}
 
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
+  const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
+  // Before anything runs, so every span (and every log line's trace_id) has a provider.
+  const tracing = startTracing(config.tracing, definition.service, instanceId);
+  if (tracing.enabled) logger.event('info', 'tracing on', { otlp_endpoint: config.tracing.otlp_endpoint });
   const nats = await startNatsRuntime(config, definition.service);
   logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', {
     durability: nats.durability,
   });
-  const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
   const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
   nats.watch.registerMetrics(metrics.registry);
@@ -120,6 +124,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
     await projections.stop();
     await dataSource.destroy();
     await nats.close();
+    await tracing.shutdown().catch(() => undefined);
   });
 }
 
@@ -185,6 +190,7 @@ async function createHttpApp(
   const app = await NestFactory.create<NestExpressApplication>(root, { bufferLogs: true, bodyParser: false });
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
+  app.use(httpSpans(QUIET_PATHS));
   app.useBodyParser('json', { limit: '1mb' });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));

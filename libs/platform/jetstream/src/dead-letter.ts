@@ -8,6 +8,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { tokenFingerprint, walkJson, type FieldError, type TallyNames } from '@tally/contracts';
 import { Counter } from 'prom-client';
+import { injectTrace } from './trace-context.js';
 
 /**
  * Dead letters this process wrote, by source (a consumer or handler name) and reason (the
@@ -132,6 +133,7 @@ export async function publishDeadLetter(
 ): Promise<void> {
   const hdrs = natsHeaders();
   hdrs.set('Tally-Dead-Letter-Reason', letter.reason);
+  injectTrace(hdrs);
   const msgID =
     letter.originalStream !== undefined && letter.originalSequence !== undefined
       ? `dlq:${letter.source}:${letter.originalStream}:${letter.originalSequence}`
