@@ -44,6 +44,16 @@ const BUDGET_RETRY_DELAY_MS = 250;
 @Module({})
 class OrchestratorModule {}
 
+/** Every controller the orchestrator mounts (the OpenAPI conformance test reads their routes). */
+export const ORCHESTRATOR_CONTROLLERS = [
+  WorkController,
+  WorkTimelineController,
+  SessionsController,
+  ChatCompletionsController,
+  MessagesController,
+  McpController,
+] as const;
+
 export async function orchestratorService(config: TallyConfig): Promise<ServiceDefinition> {
   let runtime: OrchestratorRuntime | undefined;
   const runtimeOf = (ctx: HostContext) => (runtime ??= buildRuntime(ctx));
@@ -72,14 +82,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
       const catalog = new ModelCatalog(ctx.config.providers);
       return {
         module: OrchestratorModule,
-        controllers: [
-          WorkController,
-          WorkTimelineController,
-          SessionsController,
-          ChatCompletionsController,
-          MessagesController,
-          McpController,
-        ],
+        controllers: [...ORCHESTRATOR_CONTROLLERS],
         providers: [
           { provide: WorkSubmission, useValue: submission },
           { provide: ModelCatalog, useValue: catalog },

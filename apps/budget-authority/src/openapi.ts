@@ -1,6 +1,9 @@
-// The budget-authority's OpenAPI 3.1 document, served at /openapi.json. Field names are
-// the public contract of http-api.md; money is an integer number of minor units, a JSON
-// number up to 2^53-1 and a decimal string above it.
+// The hand-written part of the budget-authority's OpenAPI 3.1 document (ADR 0031): what
+// the validators cannot say. The routes, parameters and request bodies are generated from
+// the controllers and DTOs at boot (platform-app's openapi-from-dtos); this file adds the
+// responses, their schemas, summaries and operation ids. Field names are the public
+// contract of http-api.md; money is an integer number of minor units, a JSON number up to
+// 2^53-1 and a decimal string above it.
 import { MONEY_JSON_SCHEMA } from '@tally/contracts';
 import { PROBLEM_JSON_SCHEMA } from '@tally/platform-app';
 
@@ -26,17 +29,6 @@ const schemas = {
       max_cost_per_invocation: money,
       max_total_cost_units: money,
       currency: { type: 'string', pattern: '^[A-Z]{3}$' },
-    },
-  },
-  IssueCapability: {
-    type: 'object',
-    required: ['subject_public_key', 'ttl_seconds', 'grants'],
-    properties: {
-      subject_public_key: { type: 'string', description: 'base64url (unpadded) raw 32-byte Ed25519 public key' },
-      ttl_seconds: { type: 'integer', minimum: 1 },
-      grants: { type: 'array', minItems: 1, items: ref('Grant') },
-      parent_id: { type: 'string', description: 'delegate from this capability; a delegation only narrows' },
-      budget_share_units: money,
     },
   },
   IssuedCapability: {
@@ -122,28 +114,6 @@ const schemas = {
       realized_delta_units: signedMoney,
     },
   },
-  Admission: {
-    type: 'object',
-    required: ['request_id', 'token', 'server_id', 'tool_name'],
-    properties: {
-      request_id: { type: 'string' },
-      token: { type: 'string' },
-      server_id: { type: 'string' },
-      tool_name: { type: 'string' },
-      parameters: { type: 'object' },
-      parameters_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-      requested_cost: money,
-      execution_nonce: { type: 'string' },
-      context: {
-        type: 'object',
-        properties: {
-          kind: { enum: ['standalone', 'session'] },
-          session_id: { type: 'string' },
-          work_id: { type: 'string' },
-        },
-      },
-    },
-  },
   Decision: {
     type: 'object',
     required: ['verdict', 'receipt'],
@@ -156,25 +126,6 @@ const schemas = {
       execution_nonce: { type: 'string' },
       admission_proof: { type: 'object' },
       receipt: ref('Receipt'),
-    },
-  },
-  Settlement: {
-    type: 'object',
-    required: ['hold_id', 'outcome'],
-    properties: {
-      hold_id: { type: 'string' },
-      outcome: {
-        type: 'object',
-        required: ['kind'],
-        properties: {
-          kind: { enum: ['completed', 'failed_after_dispatch', 'elicitation_required', 'not_dispatched'] },
-          cost_units: money,
-          currency: { type: 'string' },
-          failure: { enum: ['cancellation', 'deadline', 'incomplete', 'generic', 'tool_not_registered'] },
-          message: { type: 'string' },
-          reason: { type: 'string' },
-        },
-      },
     },
   },
   Receipt: {
@@ -209,31 +160,6 @@ const schemas = {
       },
     },
   },
-  Faults: {
-    type: 'object',
-    description:
-      'test-only (authority.fault_injection): configures the simulated rail and the lost-acknowledgement decorator of this process',
-    properties: {
-      rail: {
-        type: 'object',
-        properties: { authorize: { type: 'string' }, release: { type: 'string' }, capture: { type: 'string' } },
-      },
-      references: { type: 'object', additionalProperties: { type: 'object' } },
-      lost_acks: {
-        type: 'object',
-        properties: {
-          kinds: { type: 'array', items: { enum: ['capture', 'cancellation', 'reverse'] } },
-          losses_max: { type: 'integer' },
-        },
-      },
-      release_blocked_authorizations: { type: 'boolean' },
-      kill_projection_thread: {
-        type: 'boolean',
-        description: 'ends the projection worker thread abruptly; the service restarts it',
-      },
-      reset: { type: 'boolean' },
-    },
-  },
 };
 
 export const authorityOpenApi: Record<string, unknown> = {
@@ -248,7 +174,6 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'issueCapability',
         summary: 'Issue a capability, or delegate one with parent_id (it only narrows)',
-        requestBody: { required: true, ...json(ref('IssueCapability')) },
         responses: {
           201: { description: 'issued', ...json(ref('IssuedCapability')) },
           400: problem('invalid input'),
@@ -299,7 +224,6 @@ export const authorityOpenApi: Record<string, unknown> = {
         operationId: 'admit',
         summary: 'The HTTP twin of the Admit command; send Idempotency-Key to make a retry return the first answer',
         parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
-        requestBody: { required: true, ...json(ref('Admission')) },
         responses: {
           200: { description: 'the decision with its signed receipt', ...json(ref('Decision')) },
           400: problem('invalid input'),
@@ -311,7 +235,6 @@ export const authorityOpenApi: Record<string, unknown> = {
         operationId: 'settle',
         summary: 'The HTTP twin of the Settle command',
         parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
-        requestBody: { required: true, ...json(ref('Settlement')) },
         responses: {
           200: {
             description: 'the signed receipt',
@@ -326,14 +249,6 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'redeemNonce',
         summary: 'Consume an execution nonce outside an Admit (e.g. at the tool server)',
-        requestBody: {
-          required: true,
-          ...json({
-            type: 'object',
-            required: ['execution_nonce'],
-            properties: { execution_nonce: { type: 'string' } },
-          }),
-        },
         responses: {
           200: {
             description: 'whether the nonce was valid and is now consumed',
@@ -363,7 +278,6 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'configureFaults',
         summary: 'Test only: present when authority.fault_injection is on (simulated rail only)',
-        requestBody: { required: true, ...json(ref('Faults')) },
         responses: { 200: { description: 'the counters of the simulated rail' }, 400: problem('invalid input') },
       },
     },

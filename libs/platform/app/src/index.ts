@@ -19,3 +19,4 @@ export * from './oidc-settings.js';
 export * from './oidc-config.js';
 export * from './service-metrics.js';
 export * from './tracing.js';
+export * from './openapi-from-dtos.js';

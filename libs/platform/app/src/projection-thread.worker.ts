@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = new JsonLogger(data.service, config.log_level);
   // The thread has its own tracer provider: the projection spans are exported from here.
-  const tracing = startTracing(config.tracing, data.service, data.instanceId);
+  const tracing = await startTracing(config.tracing, data.service, data.instanceId);
   const names = tallyNames(config.nats.namespace);
   const projector = await importProjector(data.projectorUrl);
   const nc = await connectNats(

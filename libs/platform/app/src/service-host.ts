@@ -28,6 +28,7 @@ import {
 import { ProjectionLease } from './projection-lease.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 import { httpSpans, startTracing } from './tracing.js';
+import { openApiPartsOf } from './openapi-from-dtos.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
 export const OPENAPI_DOCUMENT = Symbol('OPENAPI_DOCUMENT');
@@ -65,14 +66,26 @@ export interface ServiceDefinition {
   readonly background?: (ctx: HostContext) => Promise<BackgroundTask[]>;
 }
 
+/** The document is generated from the mounted app on the first request for it, then kept. */
+class OpenApiHolder {
+  private document: Promise<Record<string, unknown>> | undefined;
+  generate: (() => Promise<Record<string, unknown>>) | undefined;
+
+  get(): Promise<Record<string, unknown>> {
+    if (!this.generate) throw new Error('the OpenAPI document is generated once the app is built');
+    this.document ??= this.generate();
+    return this.document;
+  }
+}
+
 @Controller()
 class OpenApiController {
-  constructor(@Inject(OPENAPI_DOCUMENT) private readonly document: Record<string, unknown>) {}
+  constructor(@Inject(OPENAPI_DOCUMENT) private readonly holder: OpenApiHolder) {}
 
   @Get('openapi.json')
   @Access('public')
   openapi() {
-    return this.document;
+    return this.holder.get();
   }
 }
 
@@ -83,7 +96,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const logger = new JsonLogger(definition.service, config.log_level);
   const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
   // Before anything runs, so every span (and every log line's trace_id) has a provider.
-  const tracing = startTracing(config.tracing, definition.service, instanceId);
+  const tracing = await startTracing(config.tracing, definition.service, instanceId);
   if (tracing.enabled) logger.event('info', 'tracing on', { otlp_endpoint: config.tracing.otlp_endpoint });
   const nats = await startNatsRuntime(config, definition.service);
   logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', {
@@ -174,6 +187,7 @@ async function createHttpApp(
   ctx: HostContext,
   authenticator: Authenticator,
 ): Promise<INestApplication> {
+  const openapi = new OpenApiHolder();
   const root: DynamicModule = {
     module: HostModule,
     global: true,
@@ -183,7 +197,7 @@ async function createHttpApp(
       { provide: HOST_CONTEXT, useValue: ctx },
       { provide: ReadinessRegistry, useValue: ctx.readiness },
       { provide: MetricsRegistry, useValue: ctx.metrics },
-      { provide: OPENAPI_DOCUMENT, useValue: definition.openapi },
+      { provide: OPENAPI_DOCUMENT, useValue: openapi },
     ],
     exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry],
   };
@@ -194,6 +208,11 @@ async function createHttpApp(
   app.useBodyParser('json', { limit: '1mb' });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));
+  const controllers = mountedControllers(app);
+  openapi.generate = async () => {
+    const { generateOpenApi } = await import('./openapi-document.js');
+    return generateOpenApi(app, controllers, openApiPartsOf(definition.openapi));
+  };
   app.useGlobalGuards(new AccessGuard(authenticator));
   app.useGlobalPipes(problemValidationPipe());
   app.useGlobalFilters(
@@ -233,12 +252,18 @@ function requestLogging(logger: JsonLogger) {
 
 /** Every HTTP route the app mounted, with its declared access. */
 export function mountedRoutes(app: INestApplication) {
-  const controllers = app
+  return routeTable(mountedControllers(app));
+}
+
+/** Every controller class the app mounted. */
+export function mountedControllers(app: INestApplication): (abstract new (...args: never[]) => object)[] {
+  return app
     .get(DiscoveryService)
     .getControllers()
     .map((wrapper) => wrapper.metatype)
-    .filter((type): type is NonNullable<typeof type> => typeof type === 'function');
-  return routeTable(controllers as (abstract new (...args: never[]) => unknown)[]);
+    .filter((type): type is NonNullable<typeof type> => typeof type === 'function') as (abstract new (
+    ...args: never[]
+  ) => object)[];
 }
 
 /** Rejected HTTP input lands in the dead-letter stream with its reason, like a bad message. */

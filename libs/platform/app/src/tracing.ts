@@ -4,11 +4,6 @@
 // trace context: queue messages, commands, appends) under it. No auto-instrumentation:
 // the spans are the ones an operator reads a request by, not one per library call.
 import { context, propagation, trace, SpanKind, SpanStatusCode, ROOT_CONTEXT } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from './config.schema.js';
 
 export interface Tracing {
@@ -23,8 +18,18 @@ const QUEUE_SPANS_MAX = 4_096;
 const BATCH_SPANS_MAX = 512;
 const EXPORT_TIMEOUT_MS = 10_000;
 
-export function startTracing(config: TracingConfig, service: string, instanceId: string): Tracing {
+/** Starts the SDK when configured; its modules are loaded only then (they cost a boot with tracing off otherwise). */
+export async function startTracing(config: TracingConfig, service: string, instanceId: string): Promise<Tracing> {
   if (!config.otlp_endpoint) return OFF;
+  const [{ W3CTraceContextPropagator }, { OTLPTraceExporter }, { resourceFromAttributes }, { NodeSDK }, sdkTrace] =
+    await Promise.all([
+      import('@opentelemetry/core'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/sdk-trace'),
+    ]);
+  const { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } = sdkTrace;
   const exporter = new OTLPTraceExporter({ url: config.otlp_endpoint, timeoutMillis: EXPORT_TIMEOUT_MS });
   const sdk = new NodeSDK({
     resource: resourceFromAttributes({ 'service.name': service, 'service.instance.id': instanceId }),
