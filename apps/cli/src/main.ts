@@ -7,6 +7,8 @@ import { runCli, tallyProgram } from './cli/program.js';
 import { auditCommand } from './commands/audit.js';
 import { backupCommand } from './commands/backup.js';
 import { migrateCommand } from './commands/migrate.js';
+import { natsConfigCommand } from './commands/nats-config.js';
+import { provisionCommand } from './commands/provision.js';
 import { receiptsCommand } from './commands/receipts.js';
 import { replayCommand } from './commands/replay.js';
 import { restoreCommand } from './commands/restore.js';
@@ -15,10 +17,12 @@ import { upCommand } from './commands/up.js';
 const program = tallyProgram();
 program.addCommand(upCommand());
 program.addCommand(replayCommand());
+program.addCommand(provisionCommand());
 program.addCommand(migrateCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(receiptsCommand());
+program.addCommand(natsConfigCommand());
 program.addCommand(auditCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */

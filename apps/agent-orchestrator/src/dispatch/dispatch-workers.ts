@@ -10,7 +10,7 @@ import {
   type ProviderGateway,
   type PriceTable,
 } from '@tally/orchestrator-application';
-import type { BackgroundTask } from '@tally/platform-app';
+import { DISPATCH_CONSUMER, type BackgroundTask } from '@tally/platform-app';
 import type { JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import {
@@ -30,7 +30,6 @@ import { clock, CONFLICT_RETRIES_MAX, type OrchestratorRuntime } from '../orches
 import { AbortListener } from './abort-listener.js';
 import { dispatchCounters, ObservedGateway, registerWorkQueueGauges } from './dispatch-metrics.js';
 
-export const DISPATCH_CONSUMER = 'dispatch-workers';
 /** One attempt takes about four plan-and-act steps; the largest ceiling is 200 attempts. */
 const STEPS_MAX = 1_000;
 /** Fallback re-check of a unit's events during a call; the abort notification is the fast path. */
@@ -92,7 +91,14 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     jitter: Math.random,
     sleep,
     newId: randomUUID,
-    options: { stepsMax: STEPS_MAX, abortPollMs: ABORT_POLL_MS, conflictRetriesMax: CONFLICT_RETRIES_MAX },
+    options: {
+      stepsMax: STEPS_MAX,
+      abortPollMs: ABORT_POLL_MS,
+      conflictRetriesMax: CONFLICT_RETRIES_MAX,
+      // Two thirds of the ack wait: long enough to ride out a stream leader election (issue 9),
+      // short enough that the delivery is not handed to another worker meanwhile.
+      recordRetryMs: Math.floor((c.ack_wait_ms * 2) / 3),
+    },
   });
   const aborts = new AbortListener(nats.nc, rt.abortSubject);
   aborts.start();

@@ -4,11 +4,19 @@
 // background loops, and a graceful shutdown on SIGTERM/SIGINT.
 import { Controller, Get, Inject, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, NestFactory } from '@nestjs/core';
-import { Access, AccessGuard, assertEveryRouteDeclared, routeTable, type Authenticator } from '@tally/platform-auth';
+import {
+  Access,
+  AccessGuard,
+  assertEveryRouteDeclared,
+  routeTable,
+  type Authenticator,
+  type SubjectSignatures,
+} from '@tally/platform-auth';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
+import { sizeLimitsOf } from '@tally/contracts';
 import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
 import type { TallyConfig } from './config.schema.js';
@@ -26,12 +34,15 @@ import {
   PROJECTOR_LEASE_TTL_MS,
 } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
+import { openSubjectSignatures } from './signature-replay.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 import { httpSpans, startTracing } from './tracing.js';
 import { openApiPartsOf } from './openapi-from-dtos.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
 export const OPENAPI_DOCUMENT = Symbol('OPENAPI_DOCUMENT');
+/** The subject-signature verifier (ADR 0011), for handlers that check a proof themselves (delegation). */
+export const SUBJECT_SIGNATURES = Symbol('SUBJECT_SIGNATURES');
 
 export interface HostContext {
   readonly service: string;
@@ -92,6 +103,9 @@ class OpenApiController {
 @Module({})
 class HostModule {}
 
+/** The routes the host adds to every service (health, readiness, metrics, the OpenAPI document). */
+export const HOST_CONTROLLERS = [HealthController, OpenApiController] as const;
+
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
   const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
@@ -119,7 +133,8 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   readiness.add(projections.readiness());
 
   const authenticator = await definition.access(ctx);
-  const app = await createHttpApp(definition, ctx, authenticator);
+  const signatures = await openSubjectSignatures(config, nats);
+  const app = await createHttpApp(definition, ctx, authenticator, signatures);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
   for (const strategy of (await definition.transports?.(ctx)) ?? [])
     app.connectMicroservice({ strategy }, { inheritAppConfig: false });
@@ -186,26 +201,34 @@ async function createHttpApp(
   definition: ServiceDefinition,
   ctx: HostContext,
   authenticator: Authenticator,
+  signatures: SubjectSignatures,
 ): Promise<INestApplication> {
   const openapi = new OpenApiHolder();
   const root: DynamicModule = {
     module: HostModule,
     global: true,
     imports: [DiscoveryModule, LoggerModule.forRoot(requestLogging(ctx.logger)), definition.module(ctx)],
-    controllers: [HealthController, OpenApiController],
+    controllers: [...HOST_CONTROLLERS],
     providers: [
       { provide: HOST_CONTEXT, useValue: ctx },
       { provide: ReadinessRegistry, useValue: ctx.readiness },
       { provide: MetricsRegistry, useValue: ctx.metrics },
       { provide: OPENAPI_DOCUMENT, useValue: openapi },
+      { provide: SUBJECT_SIGNATURES, useValue: signatures },
     ],
-    exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry],
+    exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry, SUBJECT_SIGNATURES],
   };
-  const app = await NestFactory.create<NestExpressApplication>(root, { bufferLogs: true, bodyParser: false });
+  // rawBody: a bound capability's Content-Digest is checked against the bytes received (ADR 0011).
+  const app = await NestFactory.create<NestExpressApplication>(root, {
+    bufferLogs: true,
+    bodyParser: false,
+    rawBody: true,
+  });
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
   app.use(httpSpans(QUIET_PATHS));
-  app.useBodyParser('json', { limit: '1mb' });
+  // A body becomes (part of) one event, so it may be no larger than an event leaves room for (ADR 0016).
+  app.useBodyParser('json', { limit: sizeLimitsOf(ctx.config.streams.max_msg_size_bytes).httpBodyBytesMax });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));
   const controllers = mountedControllers(app);
@@ -213,7 +236,7 @@ async function createHttpApp(
     const { generateOpenApi } = await import('./openapi-document.js');
     return generateOpenApi(app, controllers, openApiPartsOf(definition.openapi));
   };
-  app.useGlobalGuards(new AccessGuard(authenticator));
+  app.useGlobalGuards(new AccessGuard(authenticator, signatures));
   app.useGlobalPipes(problemValidationPipe());
   app.useGlobalFilters(
     new ProblemFilter(
@@ -280,6 +303,7 @@ async function deadLetterRequest(ctx: HostContext, rejected: RejectedRequest): P
       data: Buffer.from(JSON.stringify(rejected.body ?? null)),
     },
     ctx.config.nats.publish_timeout_ms,
+    ctx.config.streams.max_msg_size_bytes,
   );
 }
 

@@ -8,3 +8,4 @@ export * from './durable-consumer.js';
 export * from './durability.js';
 export * from './stream-snapshot.js';
 export * from './trace-context.js';
+export * from './idempotency.js';
