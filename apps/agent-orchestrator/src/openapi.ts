@@ -1,4 +1,6 @@
-// The agent-orchestrator's OpenAPI 3.1 document, served at /openapi.json. It describes the
+// The hand-written part of the agent-orchestrator's OpenAPI 3.1 document (ADR 0031): the
+// responses and their schemas, summaries and operation ids. Routes, parameters and request
+// bodies are generated at boot from the controllers and their DTOs. It describes the
 // public contract of http-api.md (names are fixed; fields may only be added).
 import { MONEY_JSON_SCHEMA } from '@tally/contracts';
 import { PROBLEM_JSON_SCHEMA } from '@tally/platform-app';
@@ -18,66 +20,6 @@ const money = MONEY_JSON_SCHEMA;
 
 const schemas: Record<string, unknown> = {
   Problem: PROBLEM_JSON_SCHEMA,
-  RouteLeg: {
-    type: 'object',
-    required: ['provider', 'model'],
-    additionalProperties: false,
-    properties: {
-      provider: { type: 'string', minLength: 1, maxLength: 64 },
-      model: { type: 'string', minLength: 1, maxLength: 128 },
-    },
-  },
-  Message: {
-    type: 'object',
-    required: ['role', 'content'],
-    additionalProperties: false,
-    properties: { role: { enum: ['system', 'user', 'assistant'] }, content: { type: 'string', maxLength: 1000000 } },
-  },
-  Limits: {
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      max_retries: { type: 'integer', minimum: 0, maximum: 20 },
-      run_retry_attempts: { type: 'integer', minimum: 0, maximum: 20 },
-      dispatch_ceiling: {
-        type: 'integer',
-        minimum: 1,
-        maximum: 1000,
-        description: 'Defaults to (max_retries + 1) × (run_retry_attempts + 1)',
-      },
-      max_tokens: { type: 'integer', minimum: 1, maximum: 1000000 },
-      timeout_ms: { type: 'integer', minimum: 100, maximum: 3600000 },
-    },
-  },
-  SubmitWork: {
-    type: 'object',
-    required: ['purpose', 'token', 'route', 'messages'],
-    additionalProperties: false,
-    properties: {
-      work_id: {
-        type: 'string',
-        pattern: '^[A-Za-z0-9_-]{1,64}$',
-        description: 'Idempotency key; generated when absent',
-      },
-      session_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Defaults to the work id' },
-      purpose: { enum: ['plan', 'execute', 'summarize', 'verify', 'voice_synthesis'] },
-      token: {
-        type: 'string',
-        minLength: 1,
-        maxLength: 16384,
-        description: 'The capability token the budget authority issued',
-      },
-      route: {
-        type: 'array',
-        minItems: 1,
-        maxItems: 8,
-        items: ref('RouteLeg'),
-        description: 'Ordered legs; later legs are fallbacks',
-      },
-      messages: { type: 'array', minItems: 1, maxItems: 1000, items: ref('Message') },
-      limits: ref('Limits'),
-    },
-  },
   Accepted: {
     type: 'object',
     required: ['work_id', 'status'],
@@ -186,23 +128,11 @@ export const orchestratorOpenApi: Record<string, unknown> = {
     '/v1/work': {
       post: {
         operationId: 'submitWork',
-        summary: 'Submit a work unit (idempotent by work_id, or by Idempotency-Key when there is none)',
-        parameters: [
-          {
-            name: 'Idempotency-Key',
-            in: 'header',
-            description: "Without work_id: names the unit within the caller's tenant and capability (ADR 0023)",
-            schema: { type: 'string', minLength: 1, maxLength: 255 },
-          },
-        ],
-        requestBody: { required: true, content: json(ref('SubmitWork')) },
+        summary: 'Submit a work unit (idempotent by work_id)',
         responses: {
           '202': { description: 'Recorded and queued', content: json(ref('Accepted')) },
           '400': { description: 'Invalid body; errors name each field', content: problem },
-          '409': {
-            description: 'The work_id exists with different content, or idempotency_conflict for a reused key',
-            content: problem,
-          },
+          '409': { description: 'The work_id exists with different content', content: problem },
         },
       },
     },

@@ -45,7 +45,7 @@ const BUDGET_RETRY_DELAY_MS = 250;
 @Module({})
 class OrchestratorModule {}
 
-/** Every controller the orchestrator mounts: the access-table test enumerates their routes. */
+/** Every controller the orchestrator mounts: the access-table and OpenAPI tests enumerate their routes. */
 export const ORCHESTRATOR_CONTROLLERS = [
   WorkController,
   WorkTimelineController,

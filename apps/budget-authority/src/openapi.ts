@@ -1,6 +1,9 @@
-// The budget-authority's OpenAPI 3.1 document, served at /openapi.json. Field names are
-// the public contract of http-api.md; money is an integer number of minor units, a JSON
-// number up to 2^53-1 and a decimal string above it.
+// The hand-written part of the budget-authority's OpenAPI 3.1 document (ADR 0031): what
+// the validators cannot say. The routes, parameters and request bodies are generated from
+// the controllers and DTOs at boot (platform-app's openapi-from-dtos); this file adds the
+// responses, their schemas, summaries and operation ids. Field names are the public
+// contract of http-api.md; money is an integer number of minor units, a JSON number up to
+// 2^53-1 and a decimal string above it.
 import { MONEY_JSON_SCHEMA } from '@tally/contracts';
 import { PROBLEM_JSON_SCHEMA } from '@tally/platform-app';
 
@@ -13,13 +16,6 @@ const problem = (description: string) => ({
   content: { 'application/problem+json': { schema: ref('Problem') } },
 });
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-/** Scoped to the tenant and the endpoint (ADR 0023); reused with another request it is a 409 idempotency_conflict. */
-const idempotencyKey = {
-  name: 'Idempotency-Key',
-  in: 'header',
-  description: 'The same key and request get the same answer; another request under the key is a 409',
-  schema: { type: 'string', minLength: 1, maxLength: 256 },
-};
 
 const schemas = {
   Problem: PROBLEM_JSON_SCHEMA,
@@ -35,38 +31,12 @@ const schemas = {
       currency: { type: 'string', pattern: '^[A-Z]{3}$' },
     },
   },
-  IssueCapability: {
-    type: 'object',
-    required: ['subject_public_key', 'ttl_seconds', 'grants'],
-    properties: {
-      subject_public_key: { type: 'string', description: 'base64url (unpadded) raw 32-byte Ed25519 public key' },
-      bind: {
-        type: 'string',
-        enum: ['subject_key'],
-        description:
-          'admissions, work submissions and delegations of this capability must carry an RFC 9421 signature by the subject key (ADR 0011)',
-      },
-      ttl_seconds: { type: 'integer', minimum: 1 },
-      grants: { type: 'array', minItems: 1, items: ref('Grant') },
-      parent_id: { type: 'string', description: 'delegate from this capability; a delegation only narrows' },
-      budget_share_units: money,
-      tenant_id: {
-        type: 'string',
-        description:
-          "the owning tenant of a root capability: an admin may name one (default 'default'); others issue in their own",
-      },
-    },
-  },
   IssuedCapability: {
     type: 'object',
     required: ['id', 'token', 'expires_at', 'grants'],
     properties: {
       id: { type: 'string' },
       root_id: { type: 'string' },
-      tenant_id: {
-        type: 'string',
-        description: 'the tenant the capability belongs to (a delegation: its parent tenant)',
-      },
       token: { type: 'string' },
       expires_at: { type: 'string', format: 'date-time' },
       grants: { type: 'array', items: ref('Grant') },
@@ -144,28 +114,6 @@ const schemas = {
       realized_delta_units: signedMoney,
     },
   },
-  Admission: {
-    type: 'object',
-    required: ['request_id', 'token', 'server_id', 'tool_name'],
-    properties: {
-      request_id: { type: 'string' },
-      token: { type: 'string' },
-      server_id: { type: 'string' },
-      tool_name: { type: 'string' },
-      parameters: { type: 'object' },
-      parameters_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-      requested_cost: money,
-      execution_nonce: { type: 'string' },
-      context: {
-        type: 'object',
-        properties: {
-          kind: { enum: ['standalone', 'session'] },
-          session_id: { type: 'string' },
-          work_id: { type: 'string' },
-        },
-      },
-    },
-  },
   Decision: {
     type: 'object',
     required: ['verdict', 'receipt'],
@@ -178,31 +126,6 @@ const schemas = {
       execution_nonce: { type: 'string' },
       admission_proof: { type: 'object' },
       receipt: ref('Receipt'),
-    },
-  },
-  Settlement: {
-    type: 'object',
-    required: ['hold_id', 'outcome'],
-    properties: {
-      hold_id: { type: 'string' },
-      outcome: {
-        type: 'object',
-        required: ['kind'],
-        properties: {
-          kind: { enum: ['completed', 'failed_after_dispatch', 'elicitation_required', 'not_dispatched'] },
-          cost_units: money,
-          currency: { type: 'string' },
-          failure: { enum: ['cancellation', 'deadline', 'incomplete', 'generic', 'tool_not_registered'] },
-          message: { type: 'string' },
-          reason: { type: 'string' },
-        },
-      },
-      admission_proof: {
-        type: 'object',
-        description:
-          "the hold's admission proof; without it, an issuer of the hold's tenant or the admitting capability token",
-      },
-      token: { type: 'string', description: 'over NATS: the token of the capability the hold was admitted on' },
     },
   },
   Receipt: {
@@ -237,31 +160,6 @@ const schemas = {
       },
     },
   },
-  Faults: {
-    type: 'object',
-    description:
-      'test-only (authority.fault_injection): configures the simulated rail and the lost-acknowledgement decorator of this process',
-    properties: {
-      rail: {
-        type: 'object',
-        properties: { authorize: { type: 'string' }, release: { type: 'string' }, capture: { type: 'string' } },
-      },
-      references: { type: 'object', additionalProperties: { type: 'object' } },
-      lost_acks: {
-        type: 'object',
-        properties: {
-          kinds: { type: 'array', items: { enum: ['capture', 'cancellation', 'reverse'] } },
-          losses_max: { type: 'integer' },
-        },
-      },
-      release_blocked_authorizations: { type: 'boolean' },
-      kill_projection_thread: {
-        type: 'boolean',
-        description: 'ends the projection worker thread abruptly; the service restarts it',
-      },
-      reset: { type: 'boolean' },
-    },
-  },
 };
 
 export const authorityOpenApi: Record<string, unknown> = {
@@ -276,13 +174,10 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'issueCapability',
         summary: 'Issue a capability, or delegate one with parent_id (it only narrows)',
-        parameters: [idempotencyKey],
-        requestBody: { required: true, ...json(ref('IssueCapability')) },
         responses: {
           201: { description: 'issued', ...json(ref('IssuedCapability')) },
           400: problem('invalid input'),
           404: problem('unknown parent'),
-          409: problem('idempotency_conflict: the Idempotency-Key was used with another request'),
           422: problem('refused by the delegation rules'),
         },
       },
@@ -328,12 +223,10 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'admit',
         summary: 'The HTTP twin of the Admit command; send Idempotency-Key to make a retry return the first answer',
-        parameters: [idempotencyKey],
-        requestBody: { required: true, ...json(ref('Admission')) },
+        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
         responses: {
           200: { description: 'the decision with its signed receipt', ...json(ref('Decision')) },
           400: problem('invalid input'),
-          409: problem('idempotency_conflict: the Idempotency-Key was used with another request'),
         },
       },
     },
@@ -341,8 +234,7 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'settle',
         summary: 'The HTTP twin of the Settle command',
-        parameters: [idempotencyKey],
-        requestBody: { required: true, ...json(ref('Settlement')) },
+        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
         responses: {
           200: {
             description: 'the signed receipt',
@@ -350,7 +242,6 @@ export const authorityOpenApi: Record<string, unknown> = {
           },
           400: problem('invalid input'),
           404: problem('unknown hold'),
-          409: problem('idempotency_conflict: the Idempotency-Key was used with another request'),
         },
       },
     },
@@ -358,14 +249,6 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'redeemNonce',
         summary: 'Consume an execution nonce outside an Admit (e.g. at the tool server)',
-        requestBody: {
-          required: true,
-          ...json({
-            type: 'object',
-            required: ['execution_nonce'],
-            properties: { execution_nonce: { type: 'string' } },
-          }),
-        },
         responses: {
           200: {
             description: 'whether the nonce was valid and is now consumed',
@@ -391,47 +274,10 @@ export const authorityOpenApi: Record<string, unknown> = {
         responses: { 200: { description: 'the keys receipts and tokens are signed with', ...json(ref('Keys')) } },
       },
     },
-    '/v1/signing-keys': {
-      get: {
-        operationId: 'signingKeys',
-        summary: 'Admin: every signing key the ledger knows, retired ones too (ADR 0014)',
-        responses: { 200: { description: 'active_key_id and keys with status and dates' } },
-      },
-    },
-    '/v1/signing-keys/rotate': {
-      post: {
-        operationId: 'rotateSigningKey',
-        summary:
-          'Admin: add a signing key (or activate key_id from the keyring) and make it active; old signatures keep verifying',
-        requestBody: {
-          required: false,
-          ...json({ type: 'object', additionalProperties: false, properties: { key_id: { type: 'string' } } }),
-        },
-        responses: {
-          200: { description: 'the new active key and previous_key_id' },
-          404: problem('key_id is not in the keyring'),
-          503: problem('the keyring cannot be written'),
-        },
-      },
-    },
-    '/v1/signing-keys/{id}/retire': {
-      post: {
-        operationId: 'retireSigningKey',
-        summary:
-          'Admin: unpublish a signing key that is not active; what it signed no longer verifies against /v1/keys',
-        parameters: [idParam],
-        responses: {
-          200: { description: 'the retired key' },
-          404: problem('unknown key'),
-          409: problem('signing_key_active: activate another key first'),
-        },
-      },
-    },
     '/v1/test/faults': {
       post: {
         operationId: 'configureFaults',
         summary: 'Test only: present when authority.fault_injection is on (simulated rail only)',
-        requestBody: { required: true, ...json(ref('Faults')) },
         responses: { 200: { description: 'the counters of the simulated rail' }, 400: problem('invalid input') },
       },
     },

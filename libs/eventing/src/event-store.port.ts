@@ -12,6 +12,8 @@ export interface StoredEvent<P = Record<string, unknown>> {
   readonly event: EventMessage<P>;
   /** The event's place in its commit, from 0; (sequence, position) orders every event. Absent means 0. */
   readonly position?: number;
+  /** The W3C trace context the commit was appended under, when tracing was on (the projection continues it). */
+  readonly traceparent?: string;
 }
 
 export interface AppendResult {

@@ -12,6 +12,7 @@ import {
   type ProviderGateway,
 } from '@tally/orchestrator-application';
 import { labelValue, sharedRead } from '@tally/platform-app';
+import { inSpan, SpanKind } from '@tally/platform-jetstream';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** Provider calls run from well under a second to the longest watchdog timeouts. */
@@ -57,7 +58,7 @@ export function dispatchCounters(registry: Registry): DispatchCounters {
   };
 }
 
-/** A gateway that counts and times every call of the one it wraps; what it returns is unchanged. */
+/** A gateway that counts, times and traces every call of the one it wraps; what it returns is unchanged. */
 export class ObservedGateway implements ProviderGateway {
   constructor(
     private readonly inner: ProviderGateway,
@@ -65,7 +66,22 @@ export class ObservedGateway implements ProviderGateway {
     private readonly nowMs: () => number = () => performance.now(),
   ) {}
 
-  async dispatch(
+  dispatch(
+    req: DispatchRequest,
+    signal: AbortSignal,
+    onProgress?: () => void,
+    onDelta?: (delta: DispatchDelta) => void,
+  ): Promise<DispatchOutcome> {
+    const attributes = { 'tally.provider': req.provider, 'gen_ai.request.model': req.model };
+    return inSpan('provider call', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const outcome = await this.observed(req, signal, onProgress, onDelta);
+      const attempt = attemptOutcomeOf(outcome);
+      span.setAttributes({ 'tally.domain': attempt.domain, 'tally.settlement': attempt.settlement });
+      return outcome;
+    });
+  }
+
+  private async observed(
     req: DispatchRequest,
     signal: AbortSignal,
     onProgress?: () => void,

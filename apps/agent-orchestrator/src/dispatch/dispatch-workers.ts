@@ -11,7 +11,16 @@ import {
   type PriceTable,
 } from '@tally/orchestrator-application';
 import { DISPATCH_CONSUMER, type BackgroundTask } from '@tally/platform-app';
-import { PermanentFailure, startDurableConsumer } from '@tally/platform-jetstream';
+import type { JsMsg } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/nats-core';
+import {
+  inSpan,
+  injectTrace,
+  PermanentFailure,
+  SpanKind,
+  startDurableConsumer,
+  traceContextOf,
+} from '@tally/platform-jetstream';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
 import { liveEndOf } from '../gateway/live-end.js';
 import { encodeLive, type LiveMode } from '../gateway/live-messages.js';
@@ -122,43 +131,57 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
       warn: (m, f) => logger.event('warn', m, f),
       error: (m, f) => logger.event('error', m, f),
     },
-    handle: async ({ work_id, token, live }, msg) => {
-      counters.queueWait.observe(Math.max(0, Date.now() - msg.info.timestampNanos / 1e6) / 1000);
-      const held = aborts.hold(work_id);
-      // The delivery's ack deadline starts now; long calls tell the server the delivery is
-      // still being worked, at most this often (a short unit sends no progress at all).
-      let lastProgressMs = Date.now();
-      const onProgress = () => {
-        const now = Date.now();
-        if (now - lastProgressMs < progressEveryMs) return;
-        lastProgressMs = now;
-        msg.working();
-      };
-      try {
-        const liveSubject = live === undefined ? undefined : nats.names.workLiveSubject(work_id);
-        const result = await worker.process(work_id, {
-          signal: held.signal,
-          onProgress,
-          ...(token === undefined ? {} : { credential: token }),
-          ...(live === 'deltas' && liveSubject
-            ? {
-                onDelta: (ordinal, delta) =>
-                  nats.nc.publish(liveSubject, encodeLive({ kind: 'delta', ordinal, delta: delta as never })),
-              }
-            : {}),
-        });
-        const end = liveSubject && result.kind === 'ended' ? liveEndOf(result.state) : undefined;
-        if (liveSubject && end) nats.nc.publish(liveSubject, encodeLive({ kind: 'end', end }));
-        if (result.kind === 'not_found')
-          throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);
-        // Another worker holds the unit (this delivery outlived its ack wait): retry later, after it has moved on.
-        if (result.kind === 'superseded') throw new Error(`work ${work_id} superseded: ${result.reason}`);
-        metrics.ended.inc({ status: result.status });
-      } finally {
-        held.release();
-      }
-    },
+    // Each delivery continues the trace of the request that queued the unit.
+    handle: (queued, msg) =>
+      inSpan(
+        'work dispatch',
+        {
+          kind: SpanKind.CONSUMER,
+          parent: traceContextOf(msg.headers),
+          attributes: { 'tally.work_id': queued.work_id, 'tally.delivery': msg.info.deliveryCount },
+        },
+        () => handleUnit(queued, msg),
+      ),
   });
+  async function handleUnit({ work_id, token, live }: WorkQueuedDto, msg: JsMsg): Promise<void> {
+    counters.queueWait.observe(Math.max(0, Date.now() - msg.info.timestampNanos / 1e6) / 1000);
+    const held = aborts.hold(work_id);
+    // The delivery's ack deadline starts now; long calls tell the server the delivery is
+    // still being worked, at most this often (a short unit sends no progress at all).
+    let lastProgressMs = Date.now();
+    const onProgress = () => {
+      const now = Date.now();
+      if (now - lastProgressMs < progressEveryMs) return;
+      lastProgressMs = now;
+      msg.working();
+    };
+    try {
+      const liveSubject = live === undefined ? undefined : nats.names.workLiveSubject(work_id);
+      const result = await worker.process(work_id, {
+        signal: held.signal,
+        onProgress,
+        ...(token === undefined ? {} : { credential: token }),
+        ...(live === 'deltas' && liveSubject
+          ? {
+              onDelta: (ordinal, delta) =>
+                nats.nc.publish(liveSubject, encodeLive({ kind: 'delta', ordinal, delta: delta as never }), {
+                  headers: injectTrace(natsHeaders()),
+                }),
+            }
+          : {}),
+      });
+      const end = liveSubject && result.kind === 'ended' ? liveEndOf(result.state) : undefined;
+      if (liveSubject && end)
+        nats.nc.publish(liveSubject, encodeLive({ kind: 'end', end }), { headers: injectTrace(natsHeaders()) });
+      if (result.kind === 'not_found')
+        throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);
+      // Another worker holds the unit (this delivery outlived its ack wait): retry later, after it has moved on.
+      if (result.kind === 'superseded') throw new Error(`work ${work_id} superseded: ${result.reason}`);
+      metrics.ended.inc({ status: result.status });
+    } finally {
+      held.release();
+    }
+  }
   registerWorkQueueGauges(ctx.metrics.registry, nats.jsm, nats.names.workQueueStream, DISPATCH_CONSUMER);
   logger.event('info', 'dispatch workers running', {
     consumer: DISPATCH_CONSUMER,

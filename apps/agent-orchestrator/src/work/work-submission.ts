@@ -7,7 +7,8 @@ import type { SubmitWorkDto } from '@tally/contracts';
 import type { Rejection, WorkLimitsInput } from '@tally/orchestrator-domain';
 import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
 import type { TallyConfig } from '@tally/platform-app';
-import { streamFullOf } from '@tally/platform-jetstream';
+import { headers as natsHeaders } from '@nats-io/nats-core';
+import { injectTrace, streamFullOf } from '@tally/platform-jetstream';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 import type { LiveMode } from '../gateway/live-messages.js';
 
@@ -98,6 +99,8 @@ export class WorkSubmission {
       const message = live === undefined ? { work_id: workId, token } : { work_id: workId, token, live };
       await nats.js.publish(subject, JSON.stringify(message), {
         msgID: workId,
+        // The submitting request's trace continues in the worker that takes the unit.
+        headers: injectTrace(natsHeaders()),
         timeout: config.nats.publish_timeout_ms,
       });
     } catch (error) {
@@ -110,7 +113,7 @@ export class WorkSubmission {
   async abort(workId: string): Promise<AbortOutcome> {
     const result = await this.rt.units.requestAbort(workId, ABORT_REASON, `${workId}:abort`);
     if (!result.ok) return result;
-    this.rt.ctx.nats.nc.publish(this.rt.abortSubject, workId);
+    this.rt.ctx.nats.nc.publish(this.rt.abortSubject, workId, { headers: injectTrace(natsHeaders()) });
     await this.projected(workId, result.sequence);
     return { ok: true };
   }

@@ -1,6 +1,7 @@
 // One attempt against one provider: send, stream, decode, and turn whatever happened into a
 // DispatchOutcome. Nothing here throws for a provider failure; every path is classified.
 import type { IncomingMessage } from 'node:http';
+import { context, propagation } from '@opentelemetry/api';
 import { AttemptWatchdog } from './attempt-watchdog.js';
 import { classifyHttpStatus, describeError, isNetworkError, type ClassifiedFailure } from './failure-classification.js';
 import { readBodyBounded, type HttpTransport } from './http-transport.js';
@@ -52,11 +53,13 @@ export async function runAttempt(
     startedMs: performance.now(),
   };
   try {
-    const headers = {
+    const headers: Record<string, string> = {
       ...target.protocol.headers(target.apiKey),
       'content-type': 'application/json',
       accept: 'text/event-stream',
     };
+    // W3C trace context to the provider (a no-op with tracing off): a tracing gateway in front of it joins the trace.
+    propagation.inject(context.active(), headers);
     const res = await target.transport.post(target.url, headers, target.protocol.body(req), state.watchdog.signal);
     state.watchdog.touch();
     const status = res.statusCode ?? 0;

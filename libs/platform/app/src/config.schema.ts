@@ -201,6 +201,18 @@ export class ProjectionsConfig {
   @IsBoolean() worker_thread = true;
 }
 
+/** OpenTelemetry traces (issue 12): off unless an OTLP/HTTP endpoint is set. */
+export class TracingConfig {
+  /** The collector's OTLP/HTTP traces URL, e.g. http://otel-collector:4318/v1/traces. */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  otlp_endpoint?: string;
+  /** Share of new traces kept (a request that arrives with a sampled traceparent is always kept). */
+  @IsNumber() @Min(0) @Max(1) sample_ratio = 1;
+  /** How long finished spans wait to be sent in one batch. */
+  @IsInt() @Min(100) @Max(60_000) export_delay_ms = 5_000;
+}
+
 export class OidcIssuerConfig {
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }) issuer!: string;
   @IsString() @Length(1, 256) audience!: string;
@@ -253,6 +265,7 @@ export class TallyConfig {
   @ValidateNested() @Type(() => ConsumerLimitsConfig) consumers = new ConsumerLimitsConfig();
   @ValidateNested() @Type(() => DatabaseConfig) database = new DatabaseConfig();
   @ValidateNested() @Type(() => ProjectionsConfig) projections = new ProjectionsConfig();
+  @ValidateNested() @Type(() => TracingConfig) tracing = new TracingConfig();
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
   @ValidateNested() @Type(() => ConsoleConfig) console = new ConsoleConfig();

@@ -22,4 +22,6 @@ export * from './topology.js';
 export * from './nats-permissions.js';
 export * from './webhooks-config.js';
 export * from './service-metrics.js';
+export * from './tracing.js';
+export * from './openapi-from-dtos.js';
 export * from './webhook-topology.js';

@@ -9,6 +9,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { loadConfig } from './config.loader.js';
 import { natsConnectionOptionsOf, serviceInboxPrefix } from './nats-runtime.js';
 import { JsonLogger } from './json-logger.js';
+import { startTracing } from './tracing.js';
 import { PROJECTION_HOST_LIMITS, ProjectionHost } from './projection-host.js';
 import { ProjectionLease } from './projection-lease.js';
 import { importProjector } from './projector.js';
@@ -23,6 +24,8 @@ async function main(): Promise<void> {
   // The environment is the main thread's, so this is the configuration it validated.
   const config = loadConfig();
   const logger = new JsonLogger(data.service, config.log_level);
+  // The thread has its own tracer provider: the projection spans are exported from here.
+  const tracing = await startTracing(config.tracing, data.service, data.instanceId);
   const names = tallyNames(config.nats.namespace);
   const projector = await importProjector(data.projectorUrl);
   const nc = await connectNats(
@@ -57,6 +60,7 @@ async function main(): Promise<void> {
       await host.stop();
       await dataSource.destroy();
       await nc.drain();
+      await tracing.shutdown().catch(() => undefined);
       post({ kind: 'stopped' });
       port.close();
     })();

@@ -36,6 +36,8 @@ import {
 import { ProjectionLease } from './projection-lease.js';
 import { openSubjectSignatures } from './signature-replay.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
+import { httpSpans, startTracing } from './tracing.js';
+import { openApiPartsOf } from './openapi-from-dtos.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
 export const OPENAPI_DOCUMENT = Symbol('OPENAPI_DOCUMENT');
@@ -75,14 +77,26 @@ export interface ServiceDefinition {
   readonly background?: (ctx: HostContext) => Promise<BackgroundTask[]>;
 }
 
+/** The document is generated from the mounted app on the first request for it, then kept. */
+class OpenApiHolder {
+  private document: Promise<Record<string, unknown>> | undefined;
+  generate: (() => Promise<Record<string, unknown>>) | undefined;
+
+  get(): Promise<Record<string, unknown>> {
+    if (!this.generate) throw new Error('the OpenAPI document is generated once the app is built');
+    this.document ??= this.generate();
+    return this.document;
+  }
+}
+
 @Controller()
 class OpenApiController {
-  constructor(@Inject(OPENAPI_DOCUMENT) private readonly document: Record<string, unknown>) {}
+  constructor(@Inject(OPENAPI_DOCUMENT) private readonly holder: OpenApiHolder) {}
 
   @Get('openapi.json')
   @Access('public')
   openapi() {
-    return this.document;
+    return this.holder.get();
   }
 }
 
@@ -94,11 +108,14 @@ export const HOST_CONTROLLERS = [HealthController, OpenApiController] as const;
 
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
+  const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
+  // Before anything runs, so every span (and every log line's trace_id) has a provider.
+  const tracing = await startTracing(config.tracing, definition.service, instanceId);
+  if (tracing.enabled) logger.event('info', 'tracing on', { otlp_endpoint: config.tracing.otlp_endpoint });
   const nats = await startNatsRuntime(config, definition.service);
   logger.event(nats.durability.acks_backed_by_fsync ? 'info' : 'warn', 'NATS durability', {
     durability: nats.durability,
   });
-  const instanceId = `${definition.service}-${randomUUID().slice(0, 8)}`;
   const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
   nats.watch.registerMetrics(metrics.registry);
@@ -135,6 +152,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
     await projections.stop();
     await dataSource.destroy();
     await nats.close();
+    await tracing.shutdown().catch(() => undefined);
   });
 }
 
@@ -185,6 +203,7 @@ async function createHttpApp(
   authenticator: Authenticator,
   signatures: SubjectSignatures,
 ): Promise<INestApplication> {
+  const openapi = new OpenApiHolder();
   const root: DynamicModule = {
     module: HostModule,
     global: true,
@@ -194,7 +213,7 @@ async function createHttpApp(
       { provide: HOST_CONTEXT, useValue: ctx },
       { provide: ReadinessRegistry, useValue: ctx.readiness },
       { provide: MetricsRegistry, useValue: ctx.metrics },
-      { provide: OPENAPI_DOCUMENT, useValue: definition.openapi },
+      { provide: OPENAPI_DOCUMENT, useValue: openapi },
       { provide: SUBJECT_SIGNATURES, useValue: signatures },
     ],
     exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry, SUBJECT_SIGNATURES],
@@ -207,10 +226,16 @@ async function createHttpApp(
   });
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
+  app.use(httpSpans(QUIET_PATHS));
   // A body becomes (part of) one event, so it may be no larger than an event leaves room for (ADR 0016).
   app.useBodyParser('json', { limit: sizeLimitsOf(ctx.config.streams.max_msg_size_bytes).httpBodyBytesMax });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));
+  const controllers = mountedControllers(app);
+  openapi.generate = async () => {
+    const { generateOpenApi } = await import('./openapi-document.js');
+    return generateOpenApi(app, controllers, openApiPartsOf(definition.openapi));
+  };
   app.useGlobalGuards(new AccessGuard(authenticator, signatures));
   app.useGlobalPipes(problemValidationPipe());
   app.useGlobalFilters(
@@ -250,12 +275,18 @@ function requestLogging(logger: JsonLogger) {
 
 /** Every HTTP route the app mounted, with its declared access. */
 export function mountedRoutes(app: INestApplication) {
-  const controllers = app
+  return routeTable(mountedControllers(app));
+}
+
+/** Every controller class the app mounted. */
+export function mountedControllers(app: INestApplication): (abstract new (...args: never[]) => object)[] {
+  return app
     .get(DiscoveryService)
     .getControllers()
     .map((wrapper) => wrapper.metatype)
-    .filter((type): type is NonNullable<typeof type> => typeof type === 'function');
-  return routeTable(controllers as (abstract new (...args: never[]) => unknown)[]);
+    .filter((type): type is NonNullable<typeof type> => typeof type === 'function') as (abstract new (
+    ...args: never[]
+  ) => object)[];
 }
 
 /** Rejected HTTP input lands in the dead-letter stream with its reason, like a bad message. */

@@ -19,6 +19,7 @@ import {
   type TallyNames,
 } from '@tally/contracts';
 import { Counter } from 'prom-client';
+import { injectTrace } from './trace-context.js';
 
 /**
  * Dead letters this process wrote, by source (a consumer or handler name) and reason (the
@@ -214,6 +215,7 @@ export async function publishDeadLetter(
 ): Promise<void> {
   const hdrs = natsHeaders();
   hdrs.set('Tally-Dead-Letter-Reason', letter.reason);
+  injectTrace(hdrs);
   const msgID =
     letter.originalStream !== undefined && letter.originalSequence !== undefined
       ? `dlq:${letter.source}:${letter.originalStream}:${letter.originalSequence}`

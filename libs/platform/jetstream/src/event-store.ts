@@ -1,6 +1,7 @@
 // The JetStream event store: one subject per aggregate, one message per append (a
 // commit carrying all its events), optimistic concurrency with
 // Nats-Expected-Last-Subject-Sequence, idempotency with Nats-Msg-Id = the commit id.
+import { injectTrace } from './trace-context.js';
 import {
   DeliverPolicy,
   JetStreamApiError,
@@ -117,6 +118,7 @@ export class JetStreamEventStore implements EventStore {
       hdrs.set(Headers.eventTypes, events.map((e) => e.type).join(','));
     }
     hdrs.set(Headers.previousSubjectSequence, String(expected));
+    injectTrace(hdrs);
     try {
       return await this.js.publish(subject, data, {
         msgID: events[0]!.eventId,

@@ -7,4 +7,5 @@ export * from './dead-letter.js';
 export * from './durable-consumer.js';
 export * from './durability.js';
 export * from './stream-snapshot.js';
+export * from './trace-context.js';
 export * from './idempotency.js';

@@ -10,6 +10,7 @@ import {
   type Subscription,
 } from '@nats-io/nats-core';
 import { Headers, type CommandService, type TallyNames } from '@tally/contracts';
+import { activeTraceparent } from '@tally/platform-jetstream';
 import type { CommandSender } from './command-sender.js';
 import { ReplyCache } from './reply-cache.js';
 import { commandIdProblem, decodeReply, type CommandReply } from './wire.js';
@@ -98,7 +99,9 @@ export class JetStreamCommandClient implements CommandSender {
     const hdrs = natsHeaders();
     hdrs.set(Headers.commandId, commandId);
     hdrs.set(Headers.replyTo, this.inbox);
-    if (options.traceparent) hdrs.set(Headers.traceparent, options.traceparent);
+    // The caller's trace: given, or the active span's (with tracing on, every command carries one).
+    const traceparent = options.traceparent ?? activeTraceparent();
+    if (traceparent) hdrs.set(Headers.traceparent, traceparent);
 
     const started = performance.now();
     const reply = this.expect(commandId);

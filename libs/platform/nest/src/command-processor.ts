@@ -10,7 +10,13 @@ import type { MessageHandler } from '@nestjs/microservices';
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { Headers, type FieldError } from '@tally/contracts';
-import { publishDeadLetter, type DeadLetter } from '@tally/platform-jetstream';
+import {
+  publishDeadLetter,
+  type DeadLetter,
+  inSpan,
+  SpanKind,
+  traceContextOfTraceparent,
+} from '@tally/platform-jetstream';
 import { lastValueFrom, type Observable } from 'rxjs';
 import { JetStreamCommandContext } from './command-context.js';
 import { backoffMs, deadLetterSourceFor, type JetStreamCommandServerOptions } from './options.js';
@@ -104,8 +110,18 @@ export class CommandProcessor {
     // Retried rather than refused: during a rolling upgrade another replica may know it.
     if (!handler) return { kind: 'retry', detail: `no @MessagePattern('${command}') handler` };
     try {
-      const result = await handler(payload, new JetStreamCommandContext([d.msg, d.commandId, d.traceparent]));
-      const value = await lastValueFrom(this.deps.toObservable(result), { defaultValue: null });
+      const value = await inSpan(
+        `command ${d.msg.subject.split('.').slice(-2).join('.')}`,
+        {
+          kind: SpanKind.CONSUMER,
+          parent: traceContextOfTraceparent(d.traceparent),
+          attributes: { 'tally.command_id': d.commandId },
+        },
+        async () => {
+          const result = await handler(payload, new JetStreamCommandContext([d.msg, d.commandId, d.traceparent]));
+          return lastValueFrom(this.deps.toObservable(result), { defaultValue: null });
+        },
+      );
       return { kind: 'answered', reply: { ok: true, value: value === undefined ? null : value } };
     } catch (error) {
       return classify(error);

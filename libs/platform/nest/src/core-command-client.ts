@@ -5,6 +5,7 @@
 // When the attempts are used up the outcome is unknown and the caller fails closed.
 import { headers as natsHeaders, RequestError, type NatsConnection } from '@nats-io/nats-core';
 import { Headers, type CommandService, type TallyNames } from '@tally/contracts';
+import { activeTraceparent } from '@tally/platform-jetstream';
 import { CommandTimeout, type SendOptions } from './command-client.js';
 import type { CommandSender } from './command-sender.js';
 import { commandIdProblem, decodeReply, type CommandReply } from './wire.js';
@@ -41,7 +42,9 @@ export class CoreCommandClient implements CommandSender {
     const data = Buffer.from(JSON.stringify(payload ?? null));
     const hdrs = natsHeaders();
     hdrs.set(Headers.commandId, commandId);
-    if (options.traceparent) hdrs.set(Headers.traceparent, options.traceparent);
+    // The caller's trace: given, or the active span's (with tracing on, every command carries one).
+    const traceparent = options.traceparent ?? activeTraceparent();
+    if (traceparent) hdrs.set(Headers.traceparent, traceparent);
     const started = performance.now();
     let lastError: unknown;
     for (let attempt = 1; attempt <= options.attemptsMax; attempt++) {

@@ -17,6 +17,9 @@ import {
   type DeadLetter,
   type NatsConnectionOptions,
   type StreamSpec,
+  inSpan,
+  SpanKind,
+  traceContextOfTraceparent,
 } from '@tally/platform-jetstream';
 import { lastValueFrom, type Observable } from 'rxjs';
 import { CoreCommandContext } from './command-context.js';
@@ -152,10 +155,19 @@ export class CoreCommandServer
     if (!handler) return { kind: 'retry', detail: `no @MessagePattern('${command}') handler` };
     try {
       const traceparent = headerOf(msg, Headers.traceparent);
-      const result = await handler(payload, new CoreCommandContext([msg, commandId, traceparent]));
-      const value = await lastValueFrom(this.transformToObservable(result) as Observable<unknown>, {
-        defaultValue: null,
-      });
+      // The command continues the caller's trace: what it appends carries this span.
+      const value = await inSpan(
+        `command ${msg.subject.split('.').slice(-2).join('.')}`,
+        {
+          kind: SpanKind.SERVER,
+          parent: traceContextOfTraceparent(traceparent),
+          attributes: { 'tally.command_id': commandId },
+        },
+        async () => {
+          const result = await handler(payload, new CoreCommandContext([msg, commandId, traceparent]));
+          return lastValueFrom(this.transformToObservable(result) as Observable<unknown>, { defaultValue: null });
+        },
+      );
       return { kind: 'answered', reply: { ok: true, value: value === undefined ? null : value } };
     } catch (error) {
       return classify(error);

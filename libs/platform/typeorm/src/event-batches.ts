@@ -202,11 +202,13 @@ export class EventBatchReader {
   private decode(msg: JsMsg): Commit {
     const decoded = this.options.registry.decodeCommit(msg.data);
     if (!decoded.ok) throw new UndecodableEvent(this.options.stream, msg.seq, describeFieldErrors(decoded.errors));
+    const traceparent = msg.headers?.get('traceparent') || undefined;
     const events = decoded.value.map((event, position) => ({
       sequence: msg.seq,
       subject: msg.subject,
       event,
       position,
+      ...(traceparent === undefined ? {} : { traceparent }),
     }));
     return { events, pending: msg.info.pending };
   }

@@ -2,6 +2,7 @@
 // commits each batch's rows together with the new checkpoint in ONE transaction. Events
 // at or below the checkpoint are ignored, so a redelivery or an overlapping read is a
 // no-op, and a crash anywhere leaves either the whole batch or none of it.
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Link } from '@opentelemetry/api';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { EventRegistry } from '@tally/contracts';
 import { HistoryGap, type StoredEvent } from '@tally/eventing';
@@ -119,7 +120,7 @@ export class ProjectionRunner {
    * Events must be in ascending stream order; those at or below the checkpoint are ignored.
    */
   async applyBatch(events: readonly StoredEvent[]): Promise<BatchOutcome> {
-    const outcome = await this.applyBatchInTransaction(events);
+    const outcome = await traced(this.options.projection.name, events, () => this.applyBatchInTransaction(events));
     this.noteCommitted(outcome.checkpoint);
     return outcome;
   }
@@ -353,4 +354,38 @@ function countCommits(events: readonly StoredEvent[]): number {
   let commits = 0;
   for (let i = 0; i < events.length; i++) if (i === 0 || events[i]!.sequence !== events[i - 1]!.sequence) commits++;
   return commits;
+}
+
+/** Links a batch keeps to the traces of its commits beyond the first: enough to find them, bounded. */
+const BATCH_LINKS_MAX = 32;
+
+/**
+ * One span per applied batch when tracing is on: a child of the first commit's trace (the
+ * request that appended it), linked to the traces of the others, so a request's trace ends
+ * with the projection that made it readable.
+ */
+function traced<T>(projection: string, events: readonly StoredEvent[], apply: () => Promise<T>): Promise<T> {
+  const traced = [...new Set(events.flatMap((e) => (e.traceparent ? [e.traceparent] : [])))];
+  if (traced.length === 0) return apply();
+  const contexts = traced.map((traceparent) => propagation.extract(ROOT_CONTEXT, { traceparent }));
+  const links: Link[] = contexts.slice(1, 1 + BATCH_LINKS_MAX).flatMap((c) => {
+    const span = trace.getSpanContext(c);
+    return span ? [{ context: span }] : [];
+  });
+  const tracer = trace.getTracer('tally');
+  return tracer.startActiveSpan(
+    `projection ${projection}`,
+    { kind: SpanKind.CONSUMER, links, attributes: { 'tally.projection': projection, 'tally.events': events.length } },
+    contexts[0]!,
+    async (span) => {
+      try {
+        return await apply();
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
