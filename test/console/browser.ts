@@ -1,9 +1,9 @@
 // Headless Debian Chromium for the console suites, driven by playwright-core (which never
 // downloads a browser). A machine without Chromium fails the suite, saying what to install.
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
@@ -20,7 +20,6 @@ const FLAGS = [
 ];
 
 export interface ConsoleBrowser {
-  readonly browser: Browser;
   readonly context: BrowserContext;
   readonly page: Page;
   /** Every request the page made to anything but the authority (there must be none). */
@@ -37,12 +36,14 @@ export async function openConsoleBrowser(origin: string): Promise<ConsoleBrowser
       `Chromium is not installed at ${CHROMIUM_PATH}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`,
     );
   const userDataDir = mkdtempSync(join(tmpdir(), 'tally-console-chromium-'));
-  const browser = await chromium.launch({
+  // A fresh profile per run (stack.md); Playwright passes it as --user-data-dir itself.
+  const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
-    args: [...FLAGS, `--user-data-dir=${userDataDir}`],
+    headless: true,
+    args: FLAGS,
     timeout: 60_000,
+    viewport: { width: 1280, height: 900 },
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const foreignRequests: string[] = [];
   const pageErrors: string[] = [];
   // Everything must come from the authority: any other host is recorded and refused.
@@ -52,14 +53,13 @@ export async function openConsoleBrowser(origin: string): Promise<ConsoleBrowser
     foreignRequests.push(url);
     return route.abort();
   });
-  const page = await context.newPage();
+  const page = context.pages()[0] ?? (await context.newPage());
   page.on('console', (m) => {
     if (m.type() === 'error') pageErrors.push(m.text());
   });
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   const screenshots = mkdtempSync(join(tmpdir(), 'tally-console-screenshots-'));
   return {
-    browser,
     context,
     page,
     foreignRequests,
@@ -67,7 +67,7 @@ export async function openConsoleBrowser(origin: string): Promise<ConsoleBrowser
     screenshots,
     close: async () => {
       await context.close().catch(() => undefined);
-      await browser.close().catch(() => undefined);
+      rmSync(userDataDir, { recursive: true, force: true });
     },
   };
 }

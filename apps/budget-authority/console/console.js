@@ -396,6 +396,8 @@
         }
         try {
           await api(`/v1/capabilities/${encodeURIComponent(c.id)}/revoke`, { method: 'POST', body: '{}' });
+          // This read waits for the ledger's projection to reach the revocation, so the tree redrawn next shows it.
+          await api(`/v1/capabilities/${encodeURIComponent(c.id)}`);
           state.flash = `Capability ${c.id} revoked.`;
         } catch (error) {
           state.flash = `Revoking ${c.id} failed: ${error.message}`;
@@ -449,7 +451,15 @@
     if (spend.series.length === 0)
       return h('div', {}, controls, empty(`Nothing was spent since ${when(spend.since)}.`));
     const currencies = [...new Set(spend.series.map((s) => s.currency || 'units'))];
-    const starts = [...new Set(spend.series.map((s) => s.start))].sort();
+    // Every bucket from the window's start to now, so a quiet interval shows as zero, not as nothing.
+    const size = BUCKET_MS[spend.bucket] ?? BUCKET_MS.hour;
+    const starts = [];
+    for (
+      let t = Math.floor(Date.parse(spend.since) / size) * size;
+      t <= Date.now() && starts.length < BUCKETS_MAX;
+      t += size
+    )
+      starts.push(new Date(t).toISOString());
     const canvas = h('canvas', {
       id: 'spend-chart',
       role: 'img',
@@ -481,6 +491,9 @@
   }
 
   const PALETTE = ['#1f4e79', '#a4001d', '#1e6b30', '#8a4b00', '#5b2a86'];
+  const BUCKET_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+  /** The authority sums at most this many buckets in one series. */
+  const BUCKETS_MAX = 10_000;
 
   function drawSpend(canvas, starts, currencies, series, bucket) {
     if (typeof window.Chart !== 'function') {
@@ -496,9 +509,14 @@
       backgroundColor: PALETTE[i % PALETTE.length],
       borderColor: PALETTE[i % PALETTE.length],
     }));
+    window.Chart.defaults.color = '#1a1a1a';
+    const label = (iso) =>
+      bucket === 'day'
+        ? new Date(iso).toLocaleDateString()
+        : new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
     state.chart = new window.Chart(canvas, {
       type: 'bar',
-      data: { labels: starts.map((s) => new Date(s).toLocaleString()), datasets },
+      data: { labels: starts.map(label), datasets },
       options: {
         responsive: true,
         maintainAspectRatio: false,
@@ -588,18 +606,21 @@
     let bad = 0;
     for (const r of page.receipts) {
       const signed = await signatureStatus(r, keys);
-      const chainKey = r.capability_id ?? 'tree';
+      // As tally receipts verify groups them: by capability, or by tree for receipts naming none.
+      const chainKey = r.capability_id ?? `tree:${/^receipt:([^:]*):/.exec(r.id ?? '')?.[1] ?? ''}`;
       const before = last.get(chainKey);
       let chain = 'unchained';
       if (typeof r.chain_index === 'number') {
         if (before === undefined) chain = r.chain_index === 0 ? 'first of its chain' : `#${r.chain_index}`;
         else if (r.chain_index !== before.index + 1) chain = `gap after #${before.index}`;
+        else if (before.hash === undefined) chain = `#${r.chain_index}, after an invalid receipt`;
         else
           chain =
             r.prev_hash === before.hash
               ? `#${r.chain_index}, links to #${before.index}`
               : `#${r.chain_index}, broken link`;
-        last.set(chainKey, { index: r.chain_index, hash: await sha256(r) });
+        // A receipt whose signature failed proves nothing about the next one's link (as in tally receipts verify).
+        last.set(chainKey, { index: r.chain_index, hash: signed.ok ? await sha256(r) : undefined });
       }
       if (!signed.ok) bad++;
       rows.push([
@@ -692,7 +713,7 @@
             h('dt', {}, 'Why'),
             h('dd', {}, a.reason),
             h('dt', {}, 'Outcome'),
-            h('dd', {}, `${a.settlement}${a.domain ? ` (${a.domain})` : ''}`),
+            h('dd', {}, `${a.settlement}${a.domain && a.domain !== 'unknown' ? ` (${a.domain})` : ''}`),
             h('dt', {}, 'Latency'),
             h('dd', {}, `${units(a.latency_ms)} ms`),
             a.usage
