@@ -71,3 +71,34 @@ export async function openConsoleBrowser(origin: string): Promise<ConsoleBrowser
     },
   };
 }
+
+/**
+ * Runs in the page: every visible element with its own text whose contrast against the
+ * background behind it is under WCAG AA (4.5:1, or 3:1 for large text), with its ratio.
+ * Kept as text because this program is typed for Node, without the DOM's names.
+ */
+export const LOW_CONTRAST_SCRIPT = `(() => {
+  const rgba = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== '');
+    if (!own || el.closest('[hidden], dialog:not([open])') || el.getClientRects().length === 0) continue;
+    const style = getComputedStyle(el);
+    const [a, b] = [lum(rgba(style.color).slice(0, 3)), lum(background(el))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const large = parseFloat(style.fontSize) >= 24 || (parseFloat(style.fontSize) >= 18.66 && Number(style.fontWeight) >= 700);
+    if (ratio < (large ? 3 : 4.5)) out.push(el.textContent.trim().slice(0, 40) + ' ' + ratio.toFixed(2));
+  }
+  return out;
+})()`;

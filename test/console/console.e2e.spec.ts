@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
 import { adminHeaders, TEST_ADMIN_KEY } from '../support/auth.js';
-import { openConsoleBrowser, type ConsoleBrowser } from './browser.js';
+import { LOW_CONTRAST_SCRIPT, openConsoleBrowser, type ConsoleBrowser } from './browser.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -63,6 +63,9 @@ const admit = (token: string, requestId: string) =>
     { request_id: requestId, token, server_id: 'cost-srv', tool_name: 'compute', parameters: {} },
     { authorization: `Bearer ${token}` },
   );
+
+/** Text a person may not be able to read: under WCAG AA contrast against its background. */
+const lowContrast = (page: Page) => page.evaluate(LOW_CONTRAST_SCRIPT) as Promise<string[]>;
 
 async function shoot(page: Page, name: string): Promise<void> {
   const file = join(ui.screenshots, `${name}.png`);
@@ -168,13 +171,18 @@ describe('Issue 12: the web console in Chromium', () => {
       await page.getByLabel('Operator key or OIDC token').fill('tally_admin_not_a_key_0000000000000000');
       await page.keyboard.press('Enter');
       await page.getByRole('alert').filter({ hasText: 'That credential was not accepted' }).waitFor();
+      expect(await lowContrast(page)).toEqual([]);
       await shoot(page, '0-sign-in-refused');
       await page.getByLabel('Operator key or OIDC token').fill(TEST_ADMIN_KEY);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForSelector('#page[data-ready="true"]');
       expect(await page.locator('#who-text').textContent()).toBe('Signed in: admin of tenant default (bootstrap)');
       expect(await page.getByRole('navigation', { name: 'Console pages' }).isVisible()).toBe(true);
-      expect(await page.locator('main').count()).toBe(1);
+      // Landmarks a screen reader lists: banner, navigation, main and the footer (contentinfo).
+      for (const role of ['banner', 'navigation', 'main', 'contentinfo'] as const)
+        expect(await page.getByRole(role).count()).toBe(1);
+      // Focus moves to the page's heading, so a keyboard or screen-reader user starts there.
+      expect(await page.evaluate('document.activeElement.id')).toBe('page-title');
       // The key stays in the tab's session storage only, never in a cookie or the address.
       expect(await page.evaluate('document.cookie')).toBe('');
       expect(page.url()).not.toContain(TEST_ADMIN_KEY);
@@ -215,6 +223,13 @@ describe('Issue 12: the web console in Chromium', () => {
       ]);
       expect(fill / track).toBeGreaterThan(0.22);
       expect(fill / track).toBeLessThan(0.26);
+      expect(await lowContrast(page)).toEqual([]);
+      // The check itself can fail: faint grey text on white is caught.
+      await page.evaluate(
+        `document.querySelector('main').append(Object.assign(document.createElement('p'), { id: 'faint', textContent: 'faint text' })); document.getElementById('faint').style.color = '#bbbbbb'`,
+      );
+      expect(await lowContrast(page)).toEqual([expect.stringContaining('faint text')]);
+      await page.evaluate(`document.getElementById('faint').remove()`);
       await shoot(page, '1-tree');
     },
     PAGE_TIMEOUT_MS,
@@ -268,6 +283,7 @@ describe('Issue 12: the web console in Chromium', () => {
       expect(await page.locator('td[data-signature="invalid"]').count()).toBe(0);
       expect(await valid.first().textContent()).toBe('✓ Valid signature');
       expect(await page.getByRole('status').first().textContent()).toContain('every signature verifies');
+      expect(await lowContrast(page)).toEqual([]);
       await shoot(page, '4-receipts');
       // One byte of one receipt changed on its way: only the browser's check can tell.
       await ui.context.route(/\/v1\/receipts\?/, async (route) => {
