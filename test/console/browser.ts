@@ -27,6 +27,8 @@ export interface ConsoleBrowser {
   /** Console errors and CSP violations the page reported. */
   readonly pageErrors: string[];
   readonly screenshots: string;
+  /** Lets the page also load from another origin of this stack (a second authority replica). */
+  allow(origin: string): void;
   close(): Promise<void>;
 }
 
@@ -45,11 +47,12 @@ export async function openConsoleBrowser(origin: string): Promise<ConsoleBrowser
     viewport: { width: 1280, height: 900 },
   });
   const foreignRequests: string[] = [];
+  const origins = [origin];
   const pageErrors: string[] = [];
   // Everything must come from the authority: any other host is recorded and refused.
   await context.route('**/*', (route) => {
     const url = route.request().url();
-    if (url.startsWith(origin) || url.startsWith('data:')) return route.continue();
+    if (origins.some((o) => url.startsWith(o)) || url.startsWith('data:')) return route.continue();
     foreignRequests.push(url);
     return route.abort();
   });
@@ -65,6 +68,7 @@ export async function openConsoleBrowser(origin: string): Promise<ConsoleBrowser
     foreignRequests,
     pageErrors,
     screenshots,
+    allow: (other) => void origins.push(other),
     close: async () => {
       await context.close().catch(() => undefined);
       rmSync(userDataDir, { recursive: true, force: true });

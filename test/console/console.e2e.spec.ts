@@ -4,7 +4,9 @@
 // under a temp directory (printed at the end) as a CI artefact.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { LocalOidcIssuer, type ServiceProcess } from '@tally/testing';
 import type { Page } from 'playwright-core';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
 import { adminHeaders, TEST_ADMIN_KEY } from '../support/auth.js';
@@ -30,6 +32,9 @@ const PAGE_TIMEOUT_MS = 120_000;
 
 const h = new OrchestratorHarness({ prefix: 'console', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 let ui: ConsoleBrowser;
+let idp: LocalOidcIssuer | undefined;
+/** The authority with fault injection, once the OIDC test has started one without it. */
+let faultAuthority: ServiceProcess | undefined;
 let authorityUrl: string;
 let root: Json;
 let child: Json;
@@ -148,7 +153,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ui?.close();
+  await faultAuthority?.stop();
   await h.dispose();
+  await idp?.close();
   if (ui) process.stdout.write(`console screenshots (CI artefact): ${ui.screenshots}\n${shots.join('\n')}\n`);
 }, 120_000);
 
@@ -409,5 +416,69 @@ describe('Issue 12: the web console in Chromium', () => {
       expect((await api('GET', '/v1/capabilities', undefined, {})).status).toBe(401);
     },
     PAGE_TIMEOUT_MS,
+  );
+
+  it(
+    'Issue 12: a person signs in with an OIDC token from the identity provider; a reader sees the tree and cannot revoke',
+    async () => {
+      // Fault injection (used above for the ambiguity) is refused beside OIDC, so the authority is restarted with
+      // OIDC and without faults for this test: the same streams and projection database.
+      idp = await LocalOidcIssuer.start('tally-api');
+      await idp.newKey('ES256');
+      const config = join(h.dir, 'authority-oidc.json');
+      writeFileSync(
+        config,
+        JSON.stringify({
+          auth: {
+            oidc: [
+              {
+                issuer: idp.url,
+                audience: idp.audience,
+                jwks_url: idp.jwksUrl,
+                tenant_claim: 'tenant',
+                role_claim: 'groups',
+                role_map: { 'tally-readers': 'reader' },
+              },
+            ],
+          },
+        }),
+      );
+      // Replicas share the projection database (one holds the projector lease); the first one stops.
+      const database = h.databases.find((d) => JSON.stringify(d.env).includes('_auth'))!;
+      faultAuthority = h.authority;
+      await faultAuthority!.stop();
+      authorityUrl = (
+        await h.startAuthority({ ...database.env, TALLY_CONFIG: config, TALLY__CONSOLE__ORCHESTRATOR_URL: h.url })
+      ).url;
+      ui.allow(authorityUrl);
+      await h.eventually('the new replica to project the tree', async () =>
+        ((await ok('GET', '/v1/capabilities'))['capabilities'] as Json[]).length === 2 ? true : undefined,
+      );
+      const page = ui.page;
+      await page.goto(`${authorityUrl}/console/`);
+      await page.getByLabel('Operator key or OIDC token').waitFor();
+      const jwt = await idp.token({ sub: 'ada', claims: { tenant: 'default', groups: ['tally-readers'] } });
+      await page.getByLabel('Operator key or OIDC token').fill(jwt);
+      await page.evaluate(`document.getElementById('page').dataset.ready = 'false'`);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForSelector('#page[data-ready="true"]');
+      expect(await page.locator('#who-text').textContent()).toBe('Signed in: reader of tenant default (oidc)');
+      expect(await page.locator(`[data-capability="${root['id']}"]`).count()).toBe(1);
+      // Read-only for a reader: no revoke button anywhere.
+      expect(await page.getByRole('button', { name: /^Revoke/ }).count()).toBe(0);
+      await shoot(page, '9-oidc-reader');
+      // Signing out forgets the token; an expired one is refused at sign-in.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Signed out.' }).waitFor();
+      expect(await page.evaluate('sessionStorage.length')).toBe(0);
+      const expired = await idp.token({
+        claims: { tenant: 'default', groups: ['tally-readers'] },
+        expiresInSeconds: -120,
+      });
+      await page.getByLabel('Operator key or OIDC token').fill(expired);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'That credential was not accepted' }).waitFor();
+    },
+    SUITE_TIMEOUT_MS,
   );
 });
