@@ -8,9 +8,21 @@ import { commandsSuite } from './commands.bench.js';
 import { projectionSuite } from './projection.bench.js';
 import { orchestratorSuite } from './orchestrator.bench.js';
 import { authoritySuite } from './authority.bench.js';
+import { gatewaySuite } from './gateway.bench.js';
+import { clusterSuite } from './cluster.bench.js';
+import { spendPolicySuite } from './spend-policy.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
-const suites: BenchSuite[] = [jetstreamSuite, commandsSuite, projectionSuite, orchestratorSuite, authoritySuite];
+const suites: BenchSuite[] = [
+  jetstreamSuite,
+  commandsSuite,
+  projectionSuite,
+  orchestratorSuite,
+  authoritySuite,
+  gatewaySuite,
+  clusterSuite,
+  spendPolicySuite,
+];
 // ---- End of suites. ----
 
 function context(): BenchContext {

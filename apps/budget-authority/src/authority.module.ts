@@ -3,6 +3,8 @@
 import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { BudgetQueries, OverviewQueries } from '@tally/budget-projections';
 import type { HostContext } from '@tally/platform-app';
+import { IdempotencyRecords } from '@tally/platform-jetstream';
+import { Idempotency } from './http/idempotency.js';
 import { AUTHORITY_PORT } from './authority.port.js';
 import { AdmissionsController } from './http/admissions.controller.js';
 import { CapabilitiesController } from './http/capabilities.controller.js';
@@ -12,6 +14,8 @@ import { ReceiptsController } from './http/receipts.controller.js';
 import { PUBLISHED_KEYS } from './http/admissions.controller.js';
 import { CAPABILITY_TOKENS, CapabilityAccess } from './http/capability-access.js';
 import { KeysController } from './http/keys.controller.js';
+import { SIGNING_KEYRING, SigningKeysController } from './http/signing-keys.controller.js';
+import type { SigningKeyring } from '@tally/budget-infrastructure';
 import { DIRECTORY_COMMANDS, DIRECTORY_VIEW, TenantsController } from './http/tenants.controller.js';
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { loadConsoleAssets } from './console/console-assets.js';
@@ -19,6 +23,8 @@ import { CONSOLE_ASSETS, CONSOLE_ORCHESTRATOR_URL, ConsoleController } from './c
 import { OverviewController } from './http/overview.controller.js';
 import { FAULT_TARGETS } from './runtime/fault-targets.js';
 import type { AuthorityRuntime } from './runtime/authority-runtime.js';
+import { WEBHOOKS_RUNTIME, WebhooksController } from './http/webhooks.controller.js';
+import type { WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
 /** How long a projection-backed read waits for the projection to reach the tree's last event. */
 export const READ_WAIT_MS = 5_000;
@@ -30,20 +36,37 @@ export const AUTHORITY_CONTROLLERS: readonly Type[] = [
   ReceiptsController,
   KeysController,
   TenantsController,
+  SigningKeysController,
+  WebhooksController,
   OverviewController,
 ];
 export const AUTHORITY_OPTIONAL_CONTROLLERS: readonly Type[] = [FaultsController, ConsoleController];
 
 @Module({})
 export class AuthorityModule {
-  static register(ctx: HostContext, runtime: AuthorityRuntime, directory: DirectoryRuntime): DynamicModule {
+  static register(
+    ctx: HostContext,
+    runtime: AuthorityRuntime,
+    directory: DirectoryRuntime,
+    keyring: SigningKeyring,
+    webhooks: WebhooksRuntime,
+  ): DynamicModule {
     const controllers: Type[] = [...AUTHORITY_CONTROLLERS];
     const providers = [
       { provide: PUBLISHED_KEYS, useValue: directory.keys },
       { provide: CAPABILITY_TOKENS, useValue: directory.capabilityTokens },
       { provide: DIRECTORY_COMMANDS, useValue: directory.commands },
       { provide: DIRECTORY_VIEW, useValue: directory.view },
+      { provide: SIGNING_KEYRING, useValue: keyring },
+      { provide: WEBHOOKS_RUNTIME, useValue: webhooks },
       CapabilityAccess,
+      {
+        provide: Idempotency,
+        useFactory: async () =>
+          new Idempotency(
+            await IdempotencyRecords.open(ctx.nats.js, ctx.nats.names, ctx.config.nats.publish_timeout_ms),
+          ),
+      },
       { provide: AUTHORITY_PORT, useValue: runtime.authority },
       { provide: BudgetQueries, useValue: new BudgetQueries(ctx.dataSource) },
       { provide: OverviewQueries, useValue: new OverviewQueries(ctx.dataSource) },

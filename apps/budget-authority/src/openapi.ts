@@ -33,6 +33,12 @@ const schemas = {
     required: ['subject_public_key', 'ttl_seconds', 'grants'],
     properties: {
       subject_public_key: { type: 'string', description: 'base64url (unpadded) raw 32-byte Ed25519 public key' },
+      bind: {
+        type: 'string',
+        enum: ['subject_key'],
+        description:
+          'admissions, work submissions and delegations of this capability must carry an RFC 9421 signature by the subject key (ADR 0011)',
+      },
       ttl_seconds: { type: 'integer', minimum: 1 },
       grants: { type: 'array', minItems: 1, items: ref('Grant') },
       parent_id: { type: 'string', description: 'delegate from this capability; a delegation only narrows' },

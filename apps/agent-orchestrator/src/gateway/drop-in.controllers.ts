@@ -10,7 +10,7 @@ import {
   type NeutralRequest,
   type Translated,
 } from '@tally/orchestrator-dialects';
-import { Access, Caller, type Principal } from '@tally/platform-auth';
+import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
 import type { Response } from './express-response.js';
 import { anthropicWriter, openAiWriter, type DialectWriter } from './dialect-writer.js';
 import { DialectExceptionFilter } from './dialect-exception.filter.js';
@@ -61,6 +61,7 @@ export class ChatCompletionsController {
 
   @Post('chat/completions')
   @Access('capability')
+  @SubjectSigned()
   async complete(
     @Body() body: unknown,
     @Caller() caller: Principal,
@@ -89,6 +90,7 @@ export class MessagesController {
 
   @Post('messages')
   @Access('capability')
+  @SubjectSigned()
   async message(
     @Body() body: unknown,
     @Caller() caller: Principal,

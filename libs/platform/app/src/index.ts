@@ -17,3 +17,8 @@ export * from './stream-watch.js';
 export * from './nats-credentials.js';
 export * from './oidc-settings.js';
 export * from './oidc-config.js';
+export * from './signature-replay.js';
+export * from './topology.js';
+export * from './nats-permissions.js';
+export * from './webhooks-config.js';
+export * from './service-metrics.js';

@@ -4,12 +4,19 @@
 // background loops, and a graceful shutdown on SIGTERM/SIGINT.
 import { Controller, Get, Inject, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, NestFactory } from '@nestjs/core';
-import { Access, AccessGuard, assertEveryRouteDeclared, routeTable, type Authenticator } from '@tally/platform-auth';
+import {
+  Access,
+  AccessGuard,
+  assertEveryRouteDeclared,
+  routeTable,
+  type Authenticator,
+  type SubjectSignatures,
+} from '@tally/platform-auth';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
-import { publishDeadLetter } from '@tally/platform-jetstream';
+import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
@@ -26,9 +33,13 @@ import {
   PROJECTOR_LEASE_TTL_MS,
 } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
+import { openSubjectSignatures } from './signature-replay.js';
+import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
 export const OPENAPI_DOCUMENT = Symbol('OPENAPI_DOCUMENT');
+/** The subject-signature verifier (ADR 0011), for handlers that check a proof themselves (delegation). */
+export const SUBJECT_SIGNATURES = Symbol('SUBJECT_SIGNATURES');
 
 export interface HostContext {
   readonly service: string;
@@ -77,6 +88,9 @@ class OpenApiController {
 @Module({})
 class HostModule {}
 
+/** The routes the host adds to every service (health, readiness, metrics, the OpenAPI document). */
+export const HOST_CONTROLLERS = [HealthController, OpenApiController] as const;
+
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
   const logger = new JsonLogger(definition.service, config.log_level);
   const nats = await startNatsRuntime(config, definition.service);
@@ -87,9 +101,11 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
   nats.watch.registerMetrics(metrics.registry);
+  metrics.registry.registerMetric(deadLettersWritten);
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
-  const projections = await startProjections(definition, base);
+  const { projections, described } = await startProjections(definition, base);
+  registerProjectionMetrics(metrics.registry, nats.jsm, dataSource, described, [nats.names.deadLetterStream]);
   const ctx: HostContext = { ...base, projections };
   readiness.add(nats.readiness);
   readiness.add({
@@ -99,7 +115,8 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   readiness.add(projections.readiness());
 
   const authenticator = await definition.access(ctx);
-  const app = await createHttpApp(definition, ctx, authenticator);
+  const signatures = await openSubjectSignatures(config, nats);
+  const app = await createHttpApp(definition, ctx, authenticator, signatures);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
   for (const strategy of (await definition.transports?.(ctx)) ?? [])
     app.connectMicroservice({ strategy }, { inheritAppConfig: false });
@@ -128,12 +145,12 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
 async function startProjections(
   definition: ServiceDefinition,
   base: Omit<HostContext, 'projections'>,
-): Promise<Projections> {
+): Promise<{ projections: Projections; described: ProjectionOfStream[] }> {
   const { config, logger, nats, dataSource, instanceId, service } = base;
   const specs = definition.projector.module.specs({ config, names: nats.names, logger });
+  const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
   let projections: Projections;
   if (config.projections.worker_thread) {
-    const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
     projections = new ProjectionThread({
       service,
       instanceId,
@@ -158,34 +175,41 @@ async function startProjections(
     projections = new ProjectionHost({ ...PROJECTION_HOST_LIMITS, js: nats.js, dataSource, specs, lease, logger });
   }
   await projections.start();
-  return projections;
+  return { projections, described };
 }
 
 async function createHttpApp(
   definition: ServiceDefinition,
   ctx: HostContext,
   authenticator: Authenticator,
+  signatures: SubjectSignatures,
 ): Promise<INestApplication> {
   const root: DynamicModule = {
     module: HostModule,
     global: true,
     imports: [DiscoveryModule, LoggerModule.forRoot(requestLogging(ctx.logger)), definition.module(ctx)],
-    controllers: [HealthController, OpenApiController],
+    controllers: [...HOST_CONTROLLERS],
     providers: [
       { provide: HOST_CONTEXT, useValue: ctx },
       { provide: ReadinessRegistry, useValue: ctx.readiness },
       { provide: MetricsRegistry, useValue: ctx.metrics },
       { provide: OPENAPI_DOCUMENT, useValue: definition.openapi },
+      { provide: SUBJECT_SIGNATURES, useValue: signatures },
     ],
-    exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry],
+    exports: [HOST_CONTEXT, ReadinessRegistry, MetricsRegistry, SUBJECT_SIGNATURES],
   };
-  const app = await NestFactory.create<NestExpressApplication>(root, { bufferLogs: true, bodyParser: false });
+  // rawBody: a bound capability's Content-Digest is checked against the bytes received (ADR 0011).
+  const app = await NestFactory.create<NestExpressApplication>(root, {
+    bufferLogs: true,
+    bodyParser: false,
+    rawBody: true,
+  });
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
   app.useBodyParser('json', { limit: '1mb' });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));
-  app.useGlobalGuards(new AccessGuard(authenticator));
+  app.useGlobalGuards(new AccessGuard(authenticator, signatures));
   app.useGlobalPipes(problemValidationPipe());
   app.useGlobalFilters(
     new ProblemFilter(

@@ -6,9 +6,15 @@ import { ProblemException } from '@tally/platform-nest';
 import { accessOf, type AccessRule } from './access.js';
 import { isRefusal, type Authenticator } from './authenticator.js';
 import { presentedCredential, type RequestLike } from './credentials.js';
-import { ANONYMOUS, hasRole, type Principal } from './principal.js';
+import {
+  isSubjectSigned,
+  type SignedRequest,
+  type SignatureRefusal,
+  type SubjectSignatures,
+} from './message-signatures.js';
+import { ANONYMOUS, hasRole, type CapabilityPrincipal, type Principal } from './principal.js';
 
-interface GuardedRequest extends RequestLike {
+interface GuardedRequest extends RequestLike, SignedRequest {
   principal?: Principal;
 }
 
@@ -29,8 +35,28 @@ export function possessionRefused(principal: Principal, what: string): ProblemEx
   return principal.kind === 'anonymous' ? unauthorized(`${what} is required`) : forbidden(`${what} is required`);
 }
 
+/** A bound capability's request that does not prove possession of its subject key (ADR 0011). */
+export function signatureRefused(refusal: SignatureRefusal): ProblemException {
+  if (refusal.code === 'signatures_unavailable')
+    return new ProblemException(
+      503,
+      'credentials_unavailable',
+      'Credentials cannot be checked now',
+      [],
+      refusal.message,
+    );
+  return new ProblemException(401, refusal.code, 'Proof of possession is required', [], refusal.message, {
+    'WWW-Authenticate': WWW_AUTHENTICATE,
+    'Accept-Signature': 'sig=("@method" "@path" "content-digest");created;alg="ed25519"',
+  });
+}
+
 export class AccessGuard implements CanActivate {
-  constructor(private readonly authenticator: Authenticator) {}
+  constructor(
+    private readonly authenticator: Authenticator,
+    /** Without it, a bound capability can never pass a signed route (fail closed). */
+    private readonly signatures?: SubjectSignatures,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     // Command handlers over NATS are reached only by services NATS lets publish there.
@@ -41,9 +67,20 @@ export class AccessGuard implements CanActivate {
     if (rules[0] === 'public') return true;
     const req = context.switchToHttp().getRequest<GuardedRequest>();
     req.principal = await this.principalOf(req, rules);
+    if (req.principal.kind === 'capability' && isSubjectSigned(context.getHandler()))
+      await this.proveSubjectKey(req, req.principal);
     if (permits(rules, req.principal) || rules.includes('possession')) return true;
     if (req.principal.kind === 'anonymous') throw unauthorized('this call needs a credential');
     throw forbidden();
+  }
+
+  /** A capability bound to its subject key spends only on a request signed with that key. */
+  private async proveSubjectKey(req: GuardedRequest, principal: CapabilityPrincipal): Promise<void> {
+    if (!principal.bound_to_subject_key) return;
+    if (!this.signatures)
+      throw signatureRefused({ code: 'signature_invalid', message: 'this service cannot check signatures' });
+    const refusal = await this.signatures.verify(req, principal.subject_public_key);
+    if (refusal) throw signatureRefused(refusal);
   }
 
   private async principalOf(req: GuardedRequest, rules: readonly AccessRule[]): Promise<Principal> {

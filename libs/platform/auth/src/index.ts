@@ -5,3 +5,5 @@ export * from './credentials.js';
 export * from './authenticator.js';
 export * from './access.guard.js';
 export * from './oidc-verifier.js';
+export * from './message-signatures.js';
+export * from './idempotency-scope.js';
