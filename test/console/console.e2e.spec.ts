@@ -5,6 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { LocalOidcIssuer, type ServiceProcess } from '@tally/testing';
 import type { Page } from 'playwright-core';
@@ -33,6 +35,9 @@ const PAGE_TIMEOUT_MS = 120_000;
 const h = new OrchestratorHarness({ prefix: 'console', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 let ui: ConsoleBrowser;
 let idp: LocalOidcIssuer | undefined;
+/** A webhook endpoint of the tenant: answers 200 to every delivery. */
+let receiver: Server;
+let receiverUrl: string;
 /** The authority with fault injection, once the OIDC test has started one without it. */
 let faultAuthority: ServiceProcess | undefined;
 let authorityUrl: string;
@@ -90,11 +95,18 @@ async function visit(hash: string): Promise<Page> {
 }
 
 beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200).end());
+  });
+  await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
   // The orchestrator first: the authority is told where it is, for the work timeline.
   await h.start(1);
   await h.startAuthority({
     TALLY__CONSOLE__ORCHESTRATOR_URL: h.url,
     TALLY_FAULT_INJECTION: 'true',
+    TALLY__WEBHOOKS__ALLOW_HTTP_LOOPBACK: 'true',
     // An ambiguity must stay open long enough to be seen waiting for the reconciler.
     TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',
   });
@@ -136,6 +148,7 @@ beforeAll(async () => {
     outcome: { kind: 'completed', cost_units: 40, currency: 'USD' },
   });
   openHoldId = (await admit(child['token'], 'console-open'))['hold_id'];
+  await ok('POST', '/v1/tenants/default/webhooks', { url: receiverUrl, events: ['ambiguity.recorded'] });
   await ok('POST', '/v1/test/faults', {
     references: { 'console-ambiguous': { authorize: 'rail_error_after_commit' } },
   });
@@ -143,9 +156,12 @@ beforeAll(async () => {
   await h.eventually('the ledger to show the spend and the ambiguity', async () => {
     const usage = (await ok('GET', `/v1/capabilities/${root['id']}/usage`))['grants'] as Json[];
     const ambiguities = (await ok('GET', '/v1/ambiguities'))['ambiguities'] as Json[];
+    const attempts = (await ok('GET', '/v1/tenants/default/webhooks/attempts'))['attempts'] as Json[];
     const seen = usage.map((u) => u['realized_cost_units']).join(',');
-    if (seen !== '11,40' || ambiguities.length !== 1)
-      throw new Error(`usage ${JSON.stringify(usage)}, ambiguities ${JSON.stringify(ambiguities)}`);
+    if (seen !== '11,40' || ambiguities.length !== 1 || attempts.length !== 1)
+      throw new Error(
+        `usage ${JSON.stringify(usage)}, ambiguities ${JSON.stringify(ambiguities)}, webhook attempts ${attempts.length}`,
+      );
     return true;
   });
   ui = await openConsoleBrowser(authorityUrl);
@@ -156,6 +172,7 @@ afterAll(async () => {
   await faultAuthority?.stop();
   await h.dispose();
   await idp?.close();
+  await new Promise((done) => receiver?.close(done));
   if (ui) process.stdout.write(`console screenshots (CI artefact): ${ui.screenshots}\n${shots.join('\n')}\n`);
 }, 120_000);
 
@@ -329,6 +346,14 @@ describe('Issue 12: the web console in Chromium', () => {
       expect(text).toContain('Now: completed');
       expect(text).toContain('console reply');
       expect(await page.getByText('1 attempt, metered by this authority.').isVisible()).toBe(true);
+      // The orchestrator's events in commit order, each with its time.
+      const events = page.getByRole('list', { name: 'Events in commit order' });
+      const types = await events
+        .locator('li')
+        .evaluateAll((items: { dataset: Record<string, string> }[]) => items.map((i) => i.dataset['event']));
+      expect(types[0]).toBe('WorkSubmitted');
+      expect(types.at(-1)).toBe('WorkCompleted');
+      expect(types.length).toBeGreaterThanOrEqual(3);
       await shoot(page, '5-work');
       await page.getByLabel('Work id').fill('no-such-work');
       await page.getByRole('button', { name: 'Show timeline' }).click();
@@ -352,11 +377,14 @@ describe('Issue 12: the web console in Chromium', () => {
   );
 
   it(
-    'Issue 12: webhook deliveries show an honest state when the authority has none to show',
+    'Issue 12: webhook deliveries list each attempt with its event, endpoint and outcome',
     async () => {
       const page = await visit('#webhooks');
-      const text = await page.locator('#page').textContent();
-      expect(text).toMatch(/does not offer webhooks yet|No webhooks are registered|No deliveries yet/);
+      expect(await page.getByText(`${receiverUrl} (ambiguity.recorded)`).isVisible()).toBe(true);
+      const row = page.getByRole('row', { name: /ambiguity\.recorded/ });
+      expect(await row.count()).toBe(1);
+      expect(await row.textContent()).toContain(receiverUrl);
+      expect(await row.locator('td[data-outcome="delivered"]').textContent()).toBe('delivered HTTP 200');
       await shoot(page, '7-webhooks');
     },
     PAGE_TIMEOUT_MS,
@@ -448,7 +476,12 @@ describe('Issue 12: the web console in Chromium', () => {
       faultAuthority = h.authority;
       await faultAuthority!.stop();
       authorityUrl = (
-        await h.startAuthority({ ...database.env, TALLY_CONFIG: config, TALLY__CONSOLE__ORCHESTRATOR_URL: h.url })
+        await h.startAuthority({
+          ...database.env,
+          TALLY_CONFIG: config,
+          TALLY_FAULT_INJECTION: 'false',
+          TALLY__CONSOLE__ORCHESTRATOR_URL: h.url,
+        })
       ).url;
       ui.allow(authorityUrl);
       await h.eventually('the new replica to project the tree', async () =>

@@ -691,7 +691,29 @@
     return h('div', {}, form, workTimeline(timeline));
   }
 
-  function workTimeline({ work, receipt, session_log: log }) {
+  /** The few fields of an orchestrator event a person reads on a timeline (the rest is in `tally audit work`). */
+  const EVENT_FIELDS = ['ordinal', 'attempt', 'provider', 'model', 'reason', 'settlement', 'domain', 'code', 'error'];
+
+  function eventList(events) {
+    if (!events) return h('p', { class: 'muted' }, 'This orchestrator does not list the events of a unit.');
+    return h(
+      'ol',
+      { class: 'events', 'aria-label': 'Events in commit order' },
+      events.map((e) =>
+        h(
+          'li',
+          { 'data-event': e.type },
+          h('strong', {}, e.type),
+          ` at ${when(e.at)}`,
+          EVENT_FIELDS.filter((f) => e[f] !== undefined && typeof e[f] !== 'object')
+            .map((f) => ` · ${f} ${e[f]}`)
+            .join(''),
+        ),
+      ),
+    );
+  }
+
+  function workTimeline({ work, receipt, session_log: log, events }) {
     const submitted = log.find((e) => e.kind === 'prompt' || e.kind === 'header');
     const attempts = receipt?.attempts ?? [];
     const items = [
@@ -752,6 +774,8 @@
         `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}${receipt?.metered ? ', metered by this authority' : ''}.`,
       ),
       h('ol', { class: 'timeline', 'aria-label': `Timeline of work ${work.work_id}` }, items),
+      h('h2', {}, 'Events'),
+      eventList(events),
     );
   }
 
@@ -783,7 +807,10 @@
   }
 
   // Webhooks ---------------------------------------------------------------------------
-  /** Webhooks may not exist on this authority yet: each read is probed, and a missing one says so. */
+  /**
+   * Webhooks belong to tenants. Each read is probed: an authority without the webhook routes
+   * says so, rather than showing an empty list as if nothing had been sent.
+   */
   async function webhooksPage() {
     const tenants = state.me.kind === 'operator' ? await tenantsOf(state.me) : [];
     if (tenants.length === 0) return empty('Webhooks belong to tenants; sign in with an operator key to see them.');
@@ -791,22 +818,33 @@
     for (const t of tenants) {
       const base = `/v1/tenants/${encodeURIComponent(t.id)}/webhooks`;
       const listed = await probe(base);
-      if (!listed.ok) return empty('This authority does not offer webhooks yet, so there are no deliveries to show.');
+      if (!listed.ok) return empty('This authority does not offer webhooks, so there are no deliveries to show.');
       const hooks = listed.body?.webhooks ?? [];
-      const rows = [];
-      for (const hook of hooks) {
-        const deliveries = await probe(`${base}/${encodeURIComponent(hook.id)}/deliveries`);
-        const list = deliveries.ok ? (deliveries.body?.deliveries ?? []) : [];
-        if (!deliveries.ok) rows.push([id(hook.id), hook.url, '—', 'This authority does not list deliveries', '—']);
-        for (const d of list)
-          rows.push([
-            id(hook.id),
-            hook.url,
-            d.type ?? d.event ?? '—',
-            d.status ?? (d.delivered ? 'delivered' : 'pending'),
-            when(d.delivered_at ?? d.last_attempt_at ?? d.created_at),
-          ]);
-      }
+      const [attempts, dead] = await Promise.all([
+        probe(`${base}/attempts?limit=200`),
+        probe(`${base}/dead-letters?limit=200`),
+      ]);
+      const urlOf = new Map(hooks.map((x) => [x.id, x.url]));
+      const rows = (attempts.ok ? (attempts.body?.attempts ?? []) : []).map((a) => [
+        a.type ?? '—',
+        urlOf.get(a.endpoint_id) ?? id(a.endpoint_id),
+        String(a.attempt ?? '—'),
+        h(
+          'td',
+          { 'data-outcome': a.outcome },
+          h('span', { class: `badge ${a.outcome === 'delivered' ? 'ok' : 'bad'}` }, a.outcome ?? '—'),
+          a.status !== undefined ? ` HTTP ${a.status}` : '',
+          a.error ? ` ${a.error}` : '',
+        ),
+        when(a.at),
+      ]);
+      const deadRows = (dead.ok ? (dead.body?.dead_letters ?? []) : []).map((d) => [
+        d.type ?? '—',
+        urlOf.get(d.endpoint_id) ?? id(d.endpoint_id),
+        String(d.attempts ?? '—'),
+        d.reason ?? '—',
+        when(d.at),
+      ]);
       sections.push(
         h(
           'section',
@@ -814,9 +852,25 @@
           h('h2', { id: `wh-${t.id}` }, `Tenant ${t.display_name ?? t.id}`),
           hooks.length === 0
             ? empty('No webhooks are registered for this tenant.')
+            : h(
+                'p',
+                {},
+                `${hooks.length} endpoint${hooks.length === 1 ? '' : 's'}: `,
+                hooks.map((x) => `${x.url} (${x.events.join(', ')})`).join('; '),
+              ),
+          !attempts.ok
+            ? empty('This authority does not list delivery attempts.')
             : rows.length === 0
-              ? empty('No deliveries yet.')
-              : table(`Webhook deliveries of ${t.id}`, ['Webhook', 'URL', 'Event', 'Status', 'When'], rows),
+              ? hooks.length === 0
+                ? null
+                : empty('No deliveries yet.')
+              : table(`Webhook deliveries of ${t.id}`, ['Event', 'Endpoint', 'Attempt', 'Outcome', 'When'], rows),
+          deadRows.length === 0
+            ? null
+            : [
+                h('h3', {}, 'Given up'),
+                table(`Webhooks given up for ${t.id}`, ['Event', 'Endpoint', 'Attempts', 'Why', 'When'], deadRows),
+              ],
         ),
       );
     }
