@@ -73,6 +73,8 @@ const ADMIN_ONLY = /*         */ '401  401  401  401  403  403  403  200  403  4
 const CAPABILITY_READ = /*    */ '401  401  401  401  200  404! 200  200  200  404';
 const WORK_READ = /*          */ '401  401  401  401  200  404  200  200  200  404';
 const SPEND = /*              */ '401  401  401  401  403  403  403  403  200  200';
+/** A listing scoped in its query: another tenant's key gets an empty page, not a 404. */
+const LISTING = /*            */ '401  401  401  401  200  200  200  200  200  200';
 
 const capabilityRead =
   (suffix: string): Variant['request'] =>
@@ -215,6 +217,25 @@ const EXPECTED: Record<string, readonly Variant[]> = {
     {
       request: () => ({ path: '/v1/tenants', body: { id: `t-${randomUUID().slice(0, 8)}` } }),
       statuses: ADMIN_ONLY.replace(' 200 ', ' 201 '),
+    },
+  ],
+  // The web console (ADR 0034): its files hold no data; its reads are listings scoped in their query.
+  'authority GET /console': [{ request: () => ({ path: '/console/' }), statuses: PUBLIC }],
+  'authority GET /console/:file': [{ request: () => ({ path: '/console/console.js' }), statuses: PUBLIC }],
+  'authority GET /console/vendor/:file': [
+    { request: () => ({ path: '/console/vendor/chart.umd.min.js' }), statuses: PUBLIC },
+  ],
+  'authority GET /v1/me': [{ request: () => ({ path: '/v1/me' }), statuses: LISTING }],
+  'authority GET /v1/capabilities': [{ request: () => ({ path: '/v1/capabilities?limit=5' }), statuses: LISTING }],
+  'authority GET /v1/holds': [{ request: () => ({ path: '/v1/holds?limit=5' }), statuses: LISTING }],
+  'authority GET /v1/ambiguities': [{ request: () => ({ path: '/v1/ambiguities?limit=5' }), statuses: LISTING }],
+  'authority GET /v1/spend': [{ request: () => ({ path: '/v1/spend?bucket=day' }), statuses: LISTING }],
+  'authority GET /v1/console/work/:id': [
+    {
+      // This harness gives the authority no console.orchestrator_url: past the guard, every caller hears so (404).
+      request: (f) => ({ path: `/v1/console/work/${f.workId}` }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  404  404  404  404  404  404',
     },
   ],
   'authority GET /v1/tenants': [{ request: () => ({ path: '/v1/tenants' }), statuses: ADMIN_ONLY }],
