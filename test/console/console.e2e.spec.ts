@@ -4,19 +4,42 @@
 // under a temp directory (printed at the end) as a CI artefact.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { LocalOidcIssuer, type ServiceProcess } from '@tally/testing';
 import type { Page } from 'playwright-core';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
 import { adminHeaders, TEST_ADMIN_KEY } from '../support/auth.js';
-import { openConsoleBrowser, type ConsoleBrowser } from './browser.js';
+import { LOW_CONTRAST_SCRIPT, openConsoleBrowser, type ConsoleBrowser } from './browser.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The few DOM shapes the page-side checks use (this program is typed for Node, without the DOM's names). */
+interface Boxed {
+  readonly firstElementChild: Boxed | null;
+  getBoundingClientRect(): { readonly width: number };
+}
+interface Canvas {
+  readonly width: number;
+  readonly height: number;
+  getContext(
+    kind: '2d',
+  ): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } | null;
+}
 
 const SUITE_TIMEOUT_MS = 300_000;
 const PAGE_TIMEOUT_MS = 120_000;
 
 const h = new OrchestratorHarness({ prefix: 'console', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 let ui: ConsoleBrowser;
+let idp: LocalOidcIssuer | undefined;
+/** A webhook endpoint of the tenant: answers 200 to every delivery. */
+let receiver: Server;
+let receiverUrl: string;
+/** The authority with fault injection, once the OIDC test has started one without it. */
+let faultAuthority: ServiceProcess | undefined;
 let authorityUrl: string;
 let root: Json;
 let child: Json;
@@ -51,6 +74,9 @@ const admit = (token: string, requestId: string) =>
     { authorization: `Bearer ${token}` },
   );
 
+/** Text a person may not be able to read: under WCAG AA contrast against its background. */
+const lowContrast = (page: Page) => page.evaluate(LOW_CONTRAST_SCRIPT) as Promise<string[]>;
+
 async function shoot(page: Page, name: string): Promise<void> {
   const file = join(ui.screenshots, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
@@ -60,20 +86,27 @@ async function shoot(page: Page, name: string): Promise<void> {
 /** Opens a page of the console and waits until it has rendered. */
 async function visit(hash: string): Promise<Page> {
   const page = ui.page;
-  await page.evaluate((target) => {
-    document.getElementById('page')!.dataset['ready'] = 'false';
-    location.hash = target;
-  }, hash);
+  // Browser-side code goes as text: this program is typed for Node, without the DOM's names.
+  await page.evaluate(
+    `document.getElementById('page').dataset.ready = 'false'; location.hash = ${JSON.stringify(hash)}`,
+  );
   await page.waitForSelector('#page[data-ready="true"]', { timeout: 60_000 });
   return page;
 }
 
 beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200).end());
+  });
+  await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
   // The orchestrator first: the authority is told where it is, for the work timeline.
   await h.start(1);
   await h.startAuthority({
     TALLY__CONSOLE__ORCHESTRATOR_URL: h.url,
     TALLY_FAULT_INJECTION: 'true',
+    TALLY__WEBHOOKS__ALLOW_HTTP_LOOPBACK: 'true',
     // An ambiguity must stay open long enough to be seen waiting for the reconciler.
     TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',
   });
@@ -115,6 +148,7 @@ beforeAll(async () => {
     outcome: { kind: 'completed', cost_units: 40, currency: 'USD' },
   });
   openHoldId = (await admit(child['token'], 'console-open'))['hold_id'];
+  await ok('POST', '/v1/tenants/default/webhooks', { url: receiverUrl, events: ['ambiguity.recorded'] });
   await ok('POST', '/v1/test/faults', {
     references: { 'console-ambiguous': { authorize: 'rail_error_after_commit' } },
   });
@@ -122,18 +156,23 @@ beforeAll(async () => {
   await h.eventually('the ledger to show the spend and the ambiguity', async () => {
     const usage = (await ok('GET', `/v1/capabilities/${root['id']}/usage`))['grants'] as Json[];
     const ambiguities = (await ok('GET', '/v1/ambiguities'))['ambiguities'] as Json[];
-    return usage[0]?.['committed_cost_units'] === 11 &&
-      usage[1]?.['committed_cost_units'] === 40 &&
-      ambiguities.length === 1
-      ? true
-      : undefined;
+    const attempts = (await ok('GET', '/v1/tenants/default/webhooks/attempts'))['attempts'] as Json[];
+    const seen = usage.map((u) => u['realized_cost_units']).join(',');
+    if (seen !== '11,40' || ambiguities.length !== 1 || attempts.length !== 1)
+      throw new Error(
+        `usage ${JSON.stringify(usage)}, ambiguities ${JSON.stringify(ambiguities)}, webhook attempts ${attempts.length}`,
+      );
+    return true;
   });
   ui = await openConsoleBrowser(authorityUrl);
 }, SUITE_TIMEOUT_MS);
 
 afterAll(async () => {
   await ui?.close();
+  await faultAuthority?.stop();
   await h.dispose();
+  await idp?.close();
+  await new Promise((done) => receiver?.close(done));
   if (ui) process.stdout.write(`console screenshots (CI artefact): ${ui.screenshots}\n${shots.join('\n')}\n`);
 }, 120_000);
 
@@ -155,16 +194,21 @@ describe('Issue 12: the web console in Chromium', () => {
       await page.goto(`${authorityUrl}/console/`);
       await page.getByLabel('Operator key or OIDC token').fill('tally_admin_not_a_key_0000000000000000');
       await page.keyboard.press('Enter');
-      await expect(page.getByRole('alert').textContent()).resolves.toContain('That credential was not accepted');
+      await page.getByRole('alert').filter({ hasText: 'That credential was not accepted' }).waitFor();
+      expect(await lowContrast(page)).toEqual([]);
       await shoot(page, '0-sign-in-refused');
       await page.getByLabel('Operator key or OIDC token').fill(TEST_ADMIN_KEY);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForSelector('#page[data-ready="true"]');
       expect(await page.locator('#who-text').textContent()).toBe('Signed in: admin of tenant default (bootstrap)');
       expect(await page.getByRole('navigation', { name: 'Console pages' }).isVisible()).toBe(true);
-      expect(await page.locator('main').count()).toBe(1);
+      // Landmarks a screen reader lists: banner, navigation, main and the footer (contentinfo).
+      for (const role of ['banner', 'navigation', 'main', 'contentinfo'] as const)
+        expect(await page.getByRole(role).count()).toBe(1);
+      // Focus moves to the page's heading, so a keyboard or screen-reader user starts there.
+      expect(await page.evaluate('document.activeElement.id')).toBe('page-title');
       // The key stays in the tab's session storage only, never in a cookie or the address.
-      expect(await page.evaluate(() => document.cookie)).toBe('');
+      expect(await page.evaluate('document.cookie')).toBe('');
       expect(page.url()).not.toContain(TEST_ADMIN_KEY);
       expect(ui.foreignRequests).toEqual([]);
     },
@@ -188,20 +232,28 @@ describe('Issue 12: the web console in Chromium', () => {
       expect(await rootNode.getByRole('meter', { name: 'Grant 0 invocations' }).getAttribute('aria-valuetext')).toBe(
         '1 of 5 invocations (20%)',
       );
-      // Grant 1 resets daily: its current period carries the 40 settled today, the previous one nothing.
-      expect(await rootNode.getByText('Current period').isVisible()).toBe(true);
+      // Grant 1 resets daily. Its current period carries the 40 settled today and 200 still held against it (the
+      // child's open hold and the ambiguous payment), the previous period nothing.
+      expect(await rootNode.getByText(/^Current period \d/).isVisible()).toBe(true);
       const current = rootNode.getByRole('meter', { name: 'Grant 1 current period cost' });
-      expect(await current.getAttribute('aria-valuetext')).toBe('40 of 1,000 USD (4%)');
+      expect(await current.getAttribute('aria-valuetext')).toBe('240 of 1,000 USD (24%)');
       expect(
         await rootNode.getByRole('meter', { name: 'Grant 1 previous period cost' }).getAttribute('aria-valuenow'),
       ).toBe('0');
-      // The bar is drawn to its share: 4% of its track.
-      const [fill, track] = await current.evaluate((el) => [
-        (el.firstElementChild as HTMLElement).getBoundingClientRect().width,
+      // The bar is drawn to its share: 24% of its track.
+      const [fill, track] = await current.evaluate((el: Boxed) => [
+        el.firstElementChild!.getBoundingClientRect().width,
         el.getBoundingClientRect().width,
       ]);
-      expect(fill / track).toBeGreaterThan(0.03);
-      expect(fill / track).toBeLessThan(0.05);
+      expect(fill / track).toBeGreaterThan(0.22);
+      expect(fill / track).toBeLessThan(0.26);
+      expect(await lowContrast(page)).toEqual([]);
+      // The check itself can fail: faint grey text on white is caught.
+      await page.evaluate(
+        `document.querySelector('main').append(Object.assign(document.createElement('p'), { id: 'faint', textContent: 'faint text' })); document.getElementById('faint').style.color = '#bbbbbb'`,
+      );
+      expect(await lowContrast(page)).toEqual([expect.stringContaining('faint text')]);
+      await page.evaluate(`document.getElementById('faint').remove()`);
       await shoot(page, '1-tree');
     },
     PAGE_TIMEOUT_MS,
@@ -227,8 +279,7 @@ describe('Issue 12: the web console in Chromium', () => {
       const canvas = page.locator('canvas#spend-chart');
       await page.waitForSelector('canvas#spend-chart[data-drawn="true"]');
       // Pixels were painted: a blank canvas has none that are not transparent.
-      const painted = await canvas.evaluate((el) => {
-        const c = el as HTMLCanvasElement;
+      const painted = await canvas.evaluate((c: Canvas) => {
         const data = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
         let n = 0;
         for (let i = 3; i < data.length; i += 4) if (data[i]! > 0) n++;
@@ -256,6 +307,7 @@ describe('Issue 12: the web console in Chromium', () => {
       expect(await page.locator('td[data-signature="invalid"]').count()).toBe(0);
       expect(await valid.first().textContent()).toBe('✓ Valid signature');
       expect(await page.getByRole('status').first().textContent()).toContain('every signature verifies');
+      expect(await lowContrast(page)).toEqual([]);
       await shoot(page, '4-receipts');
       // One byte of one receipt changed on its way: only the browser's check can tell.
       await ui.context.route(/\/v1\/receipts\?/, async (route) => {
@@ -294,6 +346,14 @@ describe('Issue 12: the web console in Chromium', () => {
       expect(text).toContain('Now: completed');
       expect(text).toContain('console reply');
       expect(await page.getByText('1 attempt, metered by this authority.').isVisible()).toBe(true);
+      // The orchestrator's events in commit order, each with its time.
+      const events = page.getByRole('list', { name: 'Events in commit order' });
+      const types = await events
+        .locator('li')
+        .evaluateAll((items: { dataset: Record<string, string> }[]) => items.map((i) => i.dataset['event']));
+      expect(types[0]).toBe('WorkSubmitted');
+      expect(types.at(-1)).toBe('WorkCompleted');
+      expect(types.length).toBeGreaterThanOrEqual(3);
       await shoot(page, '5-work');
       await page.getByLabel('Work id').fill('no-such-work');
       await page.getByRole('button', { name: 'Show timeline' }).click();
@@ -317,11 +377,14 @@ describe('Issue 12: the web console in Chromium', () => {
   );
 
   it(
-    'Issue 12: webhook deliveries show an honest state when the authority has none to show',
+    'Issue 12: webhook deliveries list each attempt with its event, endpoint and outcome',
     async () => {
       const page = await visit('#webhooks');
-      const text = await page.locator('#page').textContent();
-      expect(text).toMatch(/does not offer webhooks yet|No webhooks are registered|No deliveries yet/);
+      expect(await page.getByText(`${receiverUrl} (ambiguity.recorded)`).isVisible()).toBe(true);
+      const row = page.getByRole('row', { name: /ambiguity\.recorded/ });
+      expect(await row.count()).toBe(1);
+      expect(await row.textContent()).toContain(receiverUrl);
+      expect(await row.locator('td[data-outcome="delivered"]').textContent()).toBe('delivered HTTP 200');
       await shoot(page, '7-webhooks');
     },
     PAGE_TIMEOUT_MS,
@@ -347,7 +410,7 @@ describe('Issue 12: the web console in Chromium', () => {
       await button.focus();
       await page.keyboard.press('Enter');
       await dialog.getByRole('button', { name: 'Revoke' }).focus();
-      await ui.page.evaluate(() => (document.getElementById('page')!.dataset['ready'] = 'false'));
+      await ui.page.evaluate(`document.getElementById('page').dataset.ready = 'false'`);
       await page.keyboard.press('Enter');
       await page.waitForSelector('#page[data-ready="true"]');
       expect(await page.getByRole('status').textContent()).toBe(`Capability ${child['id']} revoked.`);
@@ -369,6 +432,19 @@ describe('Issue 12: the web console in Chromium', () => {
       const reader = await ok('POST', '/v1/tenants/console-other/keys', { role: 'reader' });
       const asReader = { authorization: `Bearer ${reader['key']}` };
       expect((await ok('GET', '/v1/capabilities', undefined, asReader))['capabilities']).toEqual([]);
+      // A capability of that tenant is the one its reader sees, with its tenant named.
+      const theirs = await ok('POST', '/v1/capabilities', {
+        subject_public_key: subjectKey(),
+        ttl_seconds: 600,
+        tenant_id: 'console-other',
+        grants: [{ ...costGrant, max_total_cost_units: 100 }],
+      });
+      await h
+        .eventually("the other tenant's capability to be projected", async () => {
+          const listed = (await ok('GET', '/v1/capabilities', undefined, asReader))['capabilities'] as Json[];
+          return listed.length === 1 ? listed : undefined;
+        })
+        .then((listed) => expect(listed[0]).toMatchObject({ id: theirs['id'], tenant_id: 'console-other' }));
       expect((await ok('GET', '/v1/holds', undefined, asReader))['holds']).toEqual([]);
       expect((await ok('GET', '/v1/spend?bucket=day', undefined, asReader))['series']).toEqual([]);
       expect(await ok('GET', '/v1/me', undefined, asReader)).toMatchObject({ kind: 'operator', role: 'reader' });
@@ -381,5 +457,76 @@ describe('Issue 12: the web console in Chromium', () => {
       expect((await api('GET', '/v1/capabilities', undefined, {})).status).toBe(401);
     },
     PAGE_TIMEOUT_MS,
+  );
+
+  it(
+    'Issue 12: a person signs in with an OIDC token from the identity provider; a reader sees the tree and cannot revoke',
+    async () => {
+      // Fault injection (used above for the ambiguity) is refused beside OIDC, so the authority is restarted with
+      // OIDC and without faults for this test: the same streams and projection database.
+      idp = await LocalOidcIssuer.start('tally-api');
+      await idp.newKey('ES256');
+      const config = join(h.dir, 'authority-oidc.json');
+      writeFileSync(
+        config,
+        JSON.stringify({
+          auth: {
+            oidc: [
+              {
+                issuer: idp.url,
+                audience: idp.audience,
+                jwks_url: idp.jwksUrl,
+                tenant_claim: 'tenant',
+                role_claim: 'groups',
+                role_map: { 'tally-readers': 'reader' },
+              },
+            ],
+          },
+        }),
+      );
+      // Replicas share the projection database (one holds the projector lease); the first one stops.
+      const database = h.databases.find((d) => JSON.stringify(d.env).includes('_auth'))!;
+      faultAuthority = h.authority;
+      await faultAuthority!.stop();
+      authorityUrl = (
+        await h.startAuthority({
+          ...database.env,
+          TALLY_CONFIG: config,
+          TALLY_FAULT_INJECTION: 'false',
+          TALLY__CONSOLE__ORCHESTRATOR_URL: h.url,
+        })
+      ).url;
+      ui.allow(authorityUrl);
+      await h.eventually('the new replica to project the tree', async () =>
+        ((await ok('GET', '/v1/capabilities'))['capabilities'] as Json[]).some((c) => c['id'] === root['id'])
+          ? true
+          : undefined,
+      );
+      const page = ui.page;
+      await page.goto(`${authorityUrl}/console/`);
+      await page.getByLabel('Operator key or OIDC token').waitFor();
+      const jwt = await idp.token({ sub: 'ada', claims: { tenant: 'default', groups: ['tally-readers'] } });
+      await page.getByLabel('Operator key or OIDC token').fill(jwt);
+      await page.evaluate(`document.getElementById('page').dataset.ready = 'false'`);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForSelector('#page[data-ready="true"]');
+      expect(await page.locator('#who-text').textContent()).toBe('Signed in: reader of tenant default (oidc)');
+      expect(await page.locator(`[data-capability="${root['id']}"]`).count()).toBe(1);
+      // Read-only for a reader: no revoke button anywhere.
+      expect(await page.getByRole('button', { name: /^Revoke/ }).count()).toBe(0);
+      await shoot(page, '9-oidc-reader');
+      // Signing out forgets the token; an expired one is refused at sign-in.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Signed out.' }).waitFor();
+      expect(await page.evaluate('sessionStorage.length')).toBe(0);
+      const expired = await idp.token({
+        claims: { tenant: 'default', groups: ['tally-readers'] },
+        expiresInSeconds: -120,
+      });
+      await page.getByLabel('Operator key or OIDC token').fill(expired);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'That credential was not accepted' }).waitFor();
+    },
+    SUITE_TIMEOUT_MS,
   );
 });

@@ -72,14 +72,14 @@ interface Variant {
 const PUBLIC = /*             */ '200  200  200  200  200  200  200  200  200  200';
 const ADMIN_ONLY = /*         */ '401  401  401  401  403  403  403  200  403  403';
 const CAPABILITY_READ = /*    */ '401  401  401  401  200  404  200  200  200  404';
-/** A listing scoped in its query: another tenant or capability sees its own rows (maybe none), never a 404. */
-const SCOPED_LIST = /*        */ '401  401  401  401  200  200  200  200  200  200';
 /** A tenant's own resource for its readers: another tenant's is a 404, a capability token is refused. */
 const TENANT_READ = /*        */ '401  401  401  401  200  404  200  200  403  403';
 const WORK_READ = /*          */ '401  401  401  401  200  404  200  200  200  404';
 const SPEND = /*              */ '401  401  401  401  403  403  403  403  200  200';
 /** An endpoint no fact of this suite is sent to (ambiguities are never resolved here). */
 const WEBHOOK = { url: 'https://hooks.example.com/tally', events: ['ambiguity.resolved'] };
+/** A listing scoped in its query: another tenant's key gets an empty page, not a 404. */
+const LISTING = /*            */ '401  401  401  401  200  200  200  200  200  200';
 
 const capabilityRead =
   (suffix: string): Variant['request'] =>
@@ -224,6 +224,25 @@ const EXPECTED: Record<string, readonly Variant[]> = {
       statuses: ADMIN_ONLY.replace(' 200 ', ' 201 '),
     },
   ],
+  // The web console (ADR 0034): its files hold no data; its reads are listings scoped in their query.
+  'authority GET /console': [{ request: () => ({ path: '/console/' }), statuses: PUBLIC }],
+  'authority GET /console/:file': [{ request: () => ({ path: '/console/console.js' }), statuses: PUBLIC }],
+  'authority GET /console/vendor/:file': [
+    { request: () => ({ path: '/console/vendor/chart.umd.min.js' }), statuses: PUBLIC },
+  ],
+  'authority GET /v1/me': [{ request: () => ({ path: '/v1/me' }), statuses: LISTING }],
+  'authority GET /v1/capabilities': [{ request: () => ({ path: '/v1/capabilities?limit=5' }), statuses: LISTING }],
+  'authority GET /v1/holds': [{ request: () => ({ path: '/v1/holds?limit=5' }), statuses: LISTING }],
+  'authority GET /v1/ambiguities': [{ request: () => ({ path: '/v1/ambiguities?limit=5' }), statuses: LISTING }],
+  'authority GET /v1/spend': [{ request: () => ({ path: '/v1/spend?bucket=day' }), statuses: LISTING }],
+  'authority GET /v1/console/work/:id': [
+    {
+      // This harness gives the authority no console.orchestrator_url: past the guard, every caller hears so (404).
+      request: (f) => ({ path: `/v1/console/work/${f.workId}` }),
+      //                                                  none garb exp  del  role othT ownT adm  cap  othC
+      statuses: /*                                    */ '401  401  401  401  404  404  404  404  404  404',
+    },
+  ],
   'authority GET /v1/tenants': [{ request: () => ({ path: '/v1/tenants' }), statuses: ADMIN_ONLY }],
   'authority GET /v1/tenants/:id': [
     {
@@ -281,25 +300,6 @@ const EXPECTED: Record<string, readonly Variant[]> = {
   ],
   'authority GET /v1/tenants/:id/webhooks/dead-letters': [
     { request: () => ({ path: '/v1/tenants/default/webhooks/dead-letters' }), statuses: TENANT_READ },
-  ],
-  'authority GET /v1/me': [{ request: () => ({ path: '/v1/me' }), statuses: SCOPED_LIST }],
-  'authority GET /v1/capabilities': [{ request: () => ({ path: '/v1/capabilities?limit=5' }), statuses: SCOPED_LIST }],
-  'authority GET /v1/holds': [{ request: () => ({ path: '/v1/holds?limit=5' }), statuses: SCOPED_LIST }],
-  'authority GET /v1/ambiguities': [{ request: () => ({ path: '/v1/ambiguities?limit=5' }), statuses: SCOPED_LIST }],
-  'authority GET /v1/spend': [{ request: () => ({ path: '/v1/spend' }), statuses: SCOPED_LIST }],
-  // The console's files hold no data: everything they show is read with the person's credential.
-  'authority GET /console': [{ request: () => ({ path: '/console' }), statuses: PUBLIC }],
-  'authority GET /console/:file': [{ request: () => ({ path: '/console/console.js' }), statuses: PUBLIC }],
-  'authority GET /console/vendor/:file': [
-    { request: () => ({ path: '/console/vendor/chart.umd.min.js' }), statuses: PUBLIC },
-  ],
-  'authority GET /v1/console/work/:id': [
-    {
-      // This authority is not told where the orchestrator is: every caller gets the same 404.
-      request: (f) => ({ path: `/v1/console/work/${f.workId}` }),
-      //                                                  none garb exp  del  role othT ownT adm  cap  othC
-      statuses: /*                                    */ '401  401  401  401  404  404  404  404  404  404',
-    },
   ],
   'authority POST /v1/test/faults': [{ request: () => ({ path: '/v1/test/faults', body: {} }), statuses: ADMIN_ONLY }],
 

@@ -396,6 +396,8 @@
         }
         try {
           await api(`/v1/capabilities/${encodeURIComponent(c.id)}/revoke`, { method: 'POST', body: '{}' });
+          // This read waits for the ledger's projection to reach the revocation, so the tree redrawn next shows it.
+          await api(`/v1/capabilities/${encodeURIComponent(c.id)}`);
           state.flash = `Capability ${c.id} revoked.`;
         } catch (error) {
           state.flash = `Revoking ${c.id} failed: ${error.message}`;
@@ -449,7 +451,15 @@
     if (spend.series.length === 0)
       return h('div', {}, controls, empty(`Nothing was spent since ${when(spend.since)}.`));
     const currencies = [...new Set(spend.series.map((s) => s.currency || 'units'))];
-    const starts = [...new Set(spend.series.map((s) => s.start))].sort();
+    // Every bucket from the window's start to now, so a quiet interval shows as zero, not as nothing.
+    const size = BUCKET_MS[spend.bucket] ?? BUCKET_MS.hour;
+    const starts = [];
+    for (
+      let t = Math.floor(Date.parse(spend.since) / size) * size;
+      t <= Date.now() && starts.length < BUCKETS_MAX;
+      t += size
+    )
+      starts.push(new Date(t).toISOString());
     const canvas = h('canvas', {
       id: 'spend-chart',
       role: 'img',
@@ -481,6 +491,9 @@
   }
 
   const PALETTE = ['#1f4e79', '#a4001d', '#1e6b30', '#8a4b00', '#5b2a86'];
+  const BUCKET_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+  /** The authority sums at most this many buckets in one series. */
+  const BUCKETS_MAX = 10_000;
 
   function drawSpend(canvas, starts, currencies, series, bucket) {
     if (typeof window.Chart !== 'function') {
@@ -496,9 +509,14 @@
       backgroundColor: PALETTE[i % PALETTE.length],
       borderColor: PALETTE[i % PALETTE.length],
     }));
+    window.Chart.defaults.color = '#1a1a1a';
+    const label = (iso) =>
+      bucket === 'day'
+        ? new Date(iso).toLocaleDateString()
+        : new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
     state.chart = new window.Chart(canvas, {
       type: 'bar',
-      data: { labels: starts.map((s) => new Date(s).toLocaleString()), datasets },
+      data: { labels: starts.map(label), datasets },
       options: {
         responsive: true,
         maintainAspectRatio: false,
@@ -588,18 +606,21 @@
     let bad = 0;
     for (const r of page.receipts) {
       const signed = await signatureStatus(r, keys);
-      const chainKey = r.capability_id ?? 'tree';
+      // As tally receipts verify groups them: by capability, or by tree for receipts naming none.
+      const chainKey = r.capability_id ?? `tree:${/^receipt:([^:]*):/.exec(r.id ?? '')?.[1] ?? ''}`;
       const before = last.get(chainKey);
       let chain = 'unchained';
       if (typeof r.chain_index === 'number') {
         if (before === undefined) chain = r.chain_index === 0 ? 'first of its chain' : `#${r.chain_index}`;
         else if (r.chain_index !== before.index + 1) chain = `gap after #${before.index}`;
+        else if (before.hash === undefined) chain = `#${r.chain_index}, after an invalid receipt`;
         else
           chain =
             r.prev_hash === before.hash
               ? `#${r.chain_index}, links to #${before.index}`
               : `#${r.chain_index}, broken link`;
-        last.set(chainKey, { index: r.chain_index, hash: await sha256(r) });
+        // A receipt whose signature failed proves nothing about the next one's link (as in tally receipts verify).
+        last.set(chainKey, { index: r.chain_index, hash: signed.ok ? await sha256(r) : undefined });
       }
       if (!signed.ok) bad++;
       rows.push([
@@ -670,7 +691,29 @@
     return h('div', {}, form, workTimeline(timeline));
   }
 
-  function workTimeline({ work, receipt, session_log: log }) {
+  /** The few fields of an orchestrator event a person reads on a timeline (the rest is in `tally audit work`). */
+  const EVENT_FIELDS = ['ordinal', 'attempt', 'provider', 'model', 'reason', 'settlement', 'domain', 'code', 'error'];
+
+  function eventList(events) {
+    if (!events) return h('p', { class: 'muted' }, 'This orchestrator does not list the events of a unit.');
+    return h(
+      'ol',
+      { class: 'events', 'aria-label': 'Events in commit order' },
+      events.map((e) =>
+        h(
+          'li',
+          { 'data-event': e.type },
+          h('strong', {}, e.type),
+          ` at ${when(e.at)}`,
+          EVENT_FIELDS.filter((f) => e[f] !== undefined && typeof e[f] !== 'object')
+            .map((f) => ` · ${f} ${e[f]}`)
+            .join(''),
+        ),
+      ),
+    );
+  }
+
+  function workTimeline({ work, receipt, session_log: log, events }) {
     const submitted = log.find((e) => e.kind === 'prompt' || e.kind === 'header');
     const attempts = receipt?.attempts ?? [];
     const items = [
@@ -692,7 +735,7 @@
             h('dt', {}, 'Why'),
             h('dd', {}, a.reason),
             h('dt', {}, 'Outcome'),
-            h('dd', {}, `${a.settlement}${a.domain ? ` (${a.domain})` : ''}`),
+            h('dd', {}, `${a.settlement}${a.domain && a.domain !== 'unknown' ? ` (${a.domain})` : ''}`),
             h('dt', {}, 'Latency'),
             h('dd', {}, `${units(a.latency_ms)} ms`),
             a.usage
@@ -731,6 +774,8 @@
         `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}${receipt?.metered ? ', metered by this authority' : ''}.`,
       ),
       h('ol', { class: 'timeline', 'aria-label': `Timeline of work ${work.work_id}` }, items),
+      h('h2', {}, 'Events'),
+      eventList(events),
     );
   }
 
@@ -762,7 +807,10 @@
   }
 
   // Webhooks ---------------------------------------------------------------------------
-  /** Webhooks may not exist on this authority yet: each read is probed, and a missing one says so. */
+  /**
+   * Webhooks belong to tenants. Each read is probed: an authority without the webhook routes
+   * says so, rather than showing an empty list as if nothing had been sent.
+   */
   async function webhooksPage() {
     const tenants = state.me.kind === 'operator' ? await tenantsOf(state.me) : [];
     if (tenants.length === 0) return empty('Webhooks belong to tenants; sign in with an operator key to see them.');
@@ -770,22 +818,33 @@
     for (const t of tenants) {
       const base = `/v1/tenants/${encodeURIComponent(t.id)}/webhooks`;
       const listed = await probe(base);
-      if (!listed.ok) return empty('This authority does not offer webhooks yet, so there are no deliveries to show.');
+      if (!listed.ok) return empty('This authority does not offer webhooks, so there are no deliveries to show.');
       const hooks = listed.body?.webhooks ?? [];
-      const rows = [];
-      for (const hook of hooks) {
-        const deliveries = await probe(`${base}/${encodeURIComponent(hook.id)}/deliveries`);
-        const list = deliveries.ok ? (deliveries.body?.deliveries ?? []) : [];
-        if (!deliveries.ok) rows.push([id(hook.id), hook.url, '—', 'This authority does not list deliveries', '—']);
-        for (const d of list)
-          rows.push([
-            id(hook.id),
-            hook.url,
-            d.type ?? d.event ?? '—',
-            d.status ?? (d.delivered ? 'delivered' : 'pending'),
-            when(d.delivered_at ?? d.last_attempt_at ?? d.created_at),
-          ]);
-      }
+      const [attempts, dead] = await Promise.all([
+        probe(`${base}/attempts?limit=200`),
+        probe(`${base}/dead-letters?limit=200`),
+      ]);
+      const urlOf = new Map(hooks.map((x) => [x.id, x.url]));
+      const rows = (attempts.ok ? (attempts.body?.attempts ?? []) : []).map((a) => [
+        a.type ?? '—',
+        urlOf.get(a.endpoint_id) ?? id(a.endpoint_id),
+        String(a.attempt ?? '—'),
+        h(
+          'td',
+          { 'data-outcome': a.outcome },
+          h('span', { class: `badge ${a.outcome === 'delivered' ? 'ok' : 'bad'}` }, a.outcome ?? '—'),
+          a.status !== undefined ? ` HTTP ${a.status}` : '',
+          a.error ? ` ${a.error}` : '',
+        ),
+        when(a.at),
+      ]);
+      const deadRows = (dead.ok ? (dead.body?.dead_letters ?? []) : []).map((d) => [
+        d.type ?? '—',
+        urlOf.get(d.endpoint_id) ?? id(d.endpoint_id),
+        String(d.attempts ?? '—'),
+        d.reason ?? '—',
+        when(d.at),
+      ]);
       sections.push(
         h(
           'section',
@@ -793,9 +852,25 @@
           h('h2', { id: `wh-${t.id}` }, `Tenant ${t.display_name ?? t.id}`),
           hooks.length === 0
             ? empty('No webhooks are registered for this tenant.')
+            : h(
+                'p',
+                {},
+                `${hooks.length} endpoint${hooks.length === 1 ? '' : 's'}: `,
+                hooks.map((x) => `${x.url} (${x.events.join(', ')})`).join('; '),
+              ),
+          !attempts.ok
+            ? empty('This authority does not list delivery attempts.')
             : rows.length === 0
-              ? empty('No deliveries yet.')
-              : table(`Webhook deliveries of ${t.id}`, ['Webhook', 'URL', 'Event', 'Status', 'When'], rows),
+              ? hooks.length === 0
+                ? null
+                : empty('No deliveries yet.')
+              : table(`Webhook deliveries of ${t.id}`, ['Event', 'Endpoint', 'Attempt', 'Outcome', 'When'], rows),
+          deadRows.length === 0
+            ? null
+            : [
+                h('h3', {}, 'Given up'),
+                table(`Webhooks given up for ${t.id}`, ['Event', 'Endpoint', 'Attempts', 'Why', 'When'], deadRows),
+              ],
         ),
       );
     }

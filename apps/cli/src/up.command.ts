@@ -66,6 +66,8 @@ export async function up(options: UpOptions): Promise<number> {
       port: Number(env['ORCHESTRATOR_HTTP_PORT'] ?? 7402),
     },
   ];
+  // The authority's web console reads work timelines from this stack's orchestrator (ADR 0034).
+  env['TALLY__CONSOLE__ORCHESTRATOR_URL'] ??= `http://127.0.0.1:${services[1]!.port}`;
   for (const service of services) {
     const child = spawn(process.execPath, ['--import', './tools/register.mjs', service.main], {
       cwd: options.root,
@@ -100,9 +102,16 @@ export async function up(options: UpOptions): Promise<number> {
       ? '  admin key            TALLY_ADMIN_KEY (send it as Authorization: Bearer <key>)'
       : `  admin key            in ${admin.file} (mode 0600; send it as Authorization: Bearer <key>)`;
   process.stdout.write(
-    ['', 'Tally is up.', ...lines, adminLine, 'Press Ctrl-C to stop everything this command started.', '', ''].join(
-      '\n',
-    ),
+    [
+      '',
+      'Tally is up.',
+      ...lines,
+      `  web console          http://127.0.0.1:${services[0]!.port}/console/  (sign in with the admin key)`,
+      adminLine,
+      'Press Ctrl-C to stop everything this command started.',
+      '',
+      '',
+    ].join('\n'),
   );
   await new Promise(() => undefined);
   return 0;

@@ -55,7 +55,8 @@ export class ConsoleController {
 
   /**
    * A work unit's timeline from the orchestrator: its status, its receipt with every attempt,
-   * and its session's log, read with the caller's own credential, so the orchestrator scopes it.
+   * its session's log and its events, read with the caller's own credential, so the
+   * orchestrator scopes it.
    */
   @Get('v1/console/work/:id')
   @Access('reader', 'capability')
@@ -82,6 +83,8 @@ export class ConsoleController {
     const receipt = await this.read(`/v1/work/${id}/receipt`, credential);
     const sessionId = typeof unit['session_id'] === 'string' ? unit['session_id'] : '';
     const log = await this.read(`/v1/sessions/${encodeURIComponent(sessionId)}/log`, credential);
+    // The unit's events with their times (GET /v1/work/{id}/events), where the orchestrator offers them.
+    const events = await this.read(`/v1/work/${id}/events`, credential);
     const entries = (log.status === 200 ? ((log.body as Record<string, unknown>)['entries'] ?? []) : []) as Record<
       string,
       unknown
@@ -90,6 +93,7 @@ export class ConsoleController {
       work: unit,
       receipt: receipt.status === 200 ? receipt.body : null,
       session_log: entries.filter((e) => e['work_id'] === undefined || e['work_id'] === id),
+      events: events.status === 200 ? ((events.body as Record<string, unknown>)['events'] ?? []) : null,
     };
   }
 

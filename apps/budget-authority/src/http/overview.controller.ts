@@ -1,11 +1,13 @@
 // Additive reads across capabilities, for the web console (issue 12, ADR 0034): who the
 // caller is, the capability tree with usage per grant, the holds open now, ambiguities
 // waiting for the reconciler, and spend per time bucket. Every list is bounded and scoped
-// in its query exactly as GET /v1/receipts is.
+// in its query exactly as GET /v1/receipts is (budgetScopeOf: a key its tenant, an admin
+// every tenant, a capability token its own capability).
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { moneyToWire } from '@tally/contracts';
-import { OverviewQueries, type OverviewScope } from '@tally/budget-projections';
-import { Access, Caller, readScopeOf, type Principal } from '@tally/platform-auth';
+import { OverviewQueries } from '@tally/budget-projections';
+import { Access, Caller, type Principal } from '@tally/platform-auth';
+import { budgetScopeOf } from './capability-access.js';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
 import type { WireGrant } from '@tally/budget-projections';
@@ -38,16 +40,6 @@ export class SpendQueryDto {
   @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
 }
 
-/** What the caller may see, as conditions of each query: its tenant (an admin every one), a token its own capability. */
-function scopeOf(caller: Principal): OverviewScope {
-  const scope = readScopeOf(caller);
-  return {
-    visible: true,
-    ...(scope.tenant_id === undefined ? {} : { tenantId: scope.tenant_id }),
-    ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }),
-  };
-}
-
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 @Controller('v1')
@@ -76,7 +68,7 @@ export class OverviewController {
   @Access('reader', 'capability')
   async capabilities(@Query() query: CapabilityListQueryDto, @Caller() caller: Principal) {
     const limit = query.limit ?? OVERVIEW_LIMIT_DEFAULT;
-    const rows = await this.queries.capabilities(scopeOf(caller), query.after ?? 0, limit);
+    const rows = await this.queries.capabilities(budgetScopeOf(caller), query.after ?? 0, limit);
     const usage = await this.queries.usageOf(rows.map((r) => r.capabilityId));
     return {
       capabilities: rows.map((r) => ({
@@ -110,7 +102,7 @@ export class OverviewController {
   @Get('holds')
   @Access('reader', 'capability')
   async holds(@Query() query: ListQueryDto, @Caller() caller: Principal) {
-    const rows = await this.queries.openHolds(scopeOf(caller), query.limit ?? OVERVIEW_LIMIT_DEFAULT);
+    const rows = await this.queries.openHolds(budgetScopeOf(caller), query.limit ?? OVERVIEW_LIMIT_DEFAULT);
     return {
       holds: rows.map((h) => ({
         hold_id: h.holdId,
@@ -130,7 +122,7 @@ export class OverviewController {
   @Access('reader', 'capability')
   async ambiguities(@Query() query: AmbiguityListQueryDto, @Caller() caller: Principal) {
     const open = (query.status ?? 'open') === 'open';
-    const rows = await this.queries.ambiguities(scopeOf(caller), open, query.limit ?? OVERVIEW_LIMIT_DEFAULT);
+    const rows = await this.queries.ambiguities(budgetScopeOf(caller), open, query.limit ?? OVERVIEW_LIMIT_DEFAULT);
     return {
       ambiguities: rows.map((a) => ({
         ambiguity_id: a.ambiguityId,
@@ -156,7 +148,7 @@ export class OverviewController {
     const now = Date.now();
     const floor = now - SPEND_BUCKETS_MAX * size;
     const since = Math.max(query.since === undefined ? now - 60 * size : Date.parse(query.since), floor);
-    const series = await this.queries.spend(scopeOf(caller), since, size);
+    const series = await this.queries.spend(budgetScopeOf(caller), since, size);
     return {
       bucket,
       since: new Date(since).toISOString(),

@@ -1,7 +1,8 @@
 // Reads across capabilities for the web console (issue 12): the capability tree, the holds
 // open now, ambiguities waiting for the reconciler, and spend summed per time bucket. Each
-// read is bounded, and each is restricted in the query to what the caller may see.
-import { In, MoreThan, type DataSource, type FindOptionsWhere } from 'typeorm';
+// read is bounded, and each is restricted in the query to what the caller may see
+// (BudgetScope, as every other budget read).
+import { In, type DataSource, type ObjectLiteral } from 'typeorm';
 import { scopeQuery, type BudgetScope } from './budget-queries.js';
 import { AmbiguityRow, CapabilityRow, HoldRow, MutationRow, UsageRow } from './entities.js';
 
@@ -10,19 +11,6 @@ export const OPEN_HOLD_STATUSES: readonly string[] = ['authorized', 'captured', 
 
 /** Most mutation rows one spend series sums; a longer window is cut at the newest rows and says so. */
 export const SPEND_ROWS_MAX = 100_000;
-
-/** `tenantId` set: only that tenant's rows; `capabilityId` set: only that capability's; `visible` false: nothing at all. */
-export interface OverviewScope {
-  readonly tenantId?: string;
-  readonly capabilityId?: string;
-  readonly visible: boolean;
-}
-
-/** The scope as conditions of a query (see BudgetScope). */
-const budgetScope = (scope: OverviewScope): BudgetScope => ({
-  ...(scope.tenantId === undefined ? {} : { tenantId: scope.tenantId }),
-  ...(scope.capabilityId === undefined ? {} : { capabilityId: scope.capabilityId }),
-});
 
 export interface SpendBucket {
   readonly start_ms: number;
@@ -40,13 +28,17 @@ export interface SpendSeries {
 export class OverviewQueries {
   constructor(private readonly dataSource: DataSource) {}
 
+  private select<T extends ObjectLiteral>(entity: new () => T, alias: string, scope: BudgetScope) {
+    return scopeQuery(this.dataSource.manager.createQueryBuilder(entity, alias), alias, scope);
+  }
+
   /** Capabilities in issue order after `afterSequence`, at most `limit`. */
-  async capabilities(scope: OverviewScope, afterSequence: number, limit: number): Promise<CapabilityRow[]> {
-    if (!scope.visible) return [];
-    const where: FindOptionsWhere<CapabilityRow> = { issuedSequence: MoreThan(afterSequence) };
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    if (scope.tenantId !== undefined) where.tenantId = scope.tenantId;
-    return this.dataSource.manager.find(CapabilityRow, { where, order: { issuedSequence: 'ASC' }, take: limit });
+  async capabilities(scope: BudgetScope, afterSequence: number, limit: number): Promise<CapabilityRow[]> {
+    return this.select(CapabilityRow, 'c', scope)
+      .andWhere('c.issuedSequence > :after', { after: afterSequence })
+      .orderBy('c.issuedSequence', 'ASC')
+      .limit(limit)
+      .getMany();
   }
 
   async usageOf(capabilityIds: readonly string[]): Promise<UsageRow[]> {
@@ -58,34 +50,30 @@ export class OverviewQueries {
   }
 
   /** Open holds, the ones that expire first first. */
-  async openHolds(scope: OverviewScope, limit: number): Promise<HoldRow[]> {
-    if (!scope.visible) return [];
-    return scopeQuery(this.dataSource.manager.createQueryBuilder(HoldRow, 'h'), 'h', budgetScope(scope))
+  async openHolds(scope: BudgetScope, limit: number): Promise<HoldRow[]> {
+    return this.select(HoldRow, 'h', scope)
       .andWhere('h.status IN (:...open)', { open: [...OPEN_HOLD_STATUSES] })
       .orderBy('h.expiresAtMs', 'ASC')
-      .take(limit)
+      .limit(limit)
       .getMany();
   }
 
   /** Ambiguities, oldest first; `open` keeps only those the reconciler has not resolved yet. */
-  async ambiguities(scope: OverviewScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
-    if (!scope.visible) return [];
-    const q = scopeQuery(this.dataSource.manager.createQueryBuilder(AmbiguityRow, 'a'), 'a', budgetScope(scope));
+  async ambiguities(scope: BudgetScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
+    const q = this.select(AmbiguityRow, 'a', scope);
     if (open) q.andWhere('a.resolvedSequence IS NULL');
-    return q.orderBy('a.recordedSequence', 'ASC').take(limit).getMany();
+    return q.orderBy('a.recordedSequence', 'ASC').limit(limit).getMany();
   }
 
   /**
    * Realized cost per bucket of `bucketMs` since `sinceMs`, per currency. Currency lives on
    * the usage row of the mutation's grant; a grant without one is counted under ''.
    */
-  async spend(scope: OverviewScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
-    if (!scope.visible) return { buckets: [], truncated: false };
-    const rows = await scopeQuery(this.dataSource.manager.createQueryBuilder(MutationRow, 'm'), 'm', budgetScope(scope))
-      .select(['m.eventId', 'm.capabilityId', 'm.grantIndex', 'm.occurredAtMs', 'm.realizedDeltaUnits'])
-      .andWhere('m.occurredAtMs >= :sinceMs', { sinceMs })
+  async spend(scope: BudgetScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
+    const rows = await this.select(MutationRow, 'm', scope)
+      .andWhere('m.occurredAtMs >= :since', { since: sinceMs })
       .orderBy('m.occurredAtMs', 'DESC')
-      .take(SPEND_ROWS_MAX + 1)
+      .limit(SPEND_ROWS_MAX + 1)
       .getMany();
     const truncated = rows.length > SPEND_ROWS_MAX;
     const counted = rows.slice(0, SPEND_ROWS_MAX).filter((r) => r.realizedDeltaUnits !== 0n);
