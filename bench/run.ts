@@ -8,9 +8,17 @@ import { commandsSuite } from './commands.bench.js';
 import { projectionSuite } from './projection.bench.js';
 import { orchestratorSuite } from './orchestrator.bench.js';
 import { authoritySuite } from './authority.bench.js';
+import { guardSuite } from './guard.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
-const suites: BenchSuite[] = [jetstreamSuite, commandsSuite, projectionSuite, orchestratorSuite, authoritySuite];
+const suites: BenchSuite[] = [
+  jetstreamSuite,
+  commandsSuite,
+  projectionSuite,
+  orchestratorSuite,
+  authoritySuite,
+  guardSuite,
+];
 // ---- End of suites. ----
 
 function context(): BenchContext {
