@@ -33,6 +33,13 @@ export class KvReplayLedger implements ReplayLedger {
       // The server counts the headers (the expected-sequence check) in the message size.
       maxValueSize: 1_024,
     });
+    // Kvm.create opens an existing bucket whatever its settings: one made under a smaller skew
+    // would forget signatures that are still acceptable, so its max age is raised to the window.
+    const jsm = await js.jetstreamManager();
+    const stream = `KV_${bucket}`;
+    const { config } = await jsm.streams.info(stream);
+    const windowNs = windowMs * 1_000_000;
+    if (!(config.max_age >= windowNs)) await jsm.streams.update(stream, { max_age: windowNs });
     return new KvReplayLedger(kv, timeoutMs);
   }
 
