@@ -1,6 +1,6 @@
 // Authority suite: Admit+Settle pairs against real budget-authority processes (simulated
-// rail, zero latency), sent as durable JetStream commands the way the orchestrator sends
-// them: one hot delegation tree and 1,000 trees, with one replica and with two. Reports
+// rail, zero latency), sent the way the orchestrator sends them: core NATS requests (ADR
+// 0025), or durable JetStream commands with BENCH_BUDGET_COMMANDS=jetstream. One hot delegation tree and 1,000 trees, with one replica and with two. Reports
 // calls/s, Admit p50/p99, events appended per call, events/s against the raw pipelined
 // OCC publish rate of the jetstream suite (append efficiency, target ≥ 0.6 across 1,000
 // trees), and the Admit p99 at half saturation (target ≤ 10 ms). Targets are reported, not asserted.
@@ -13,9 +13,9 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import { connectNats } from '@tally/platform-jetstream';
-import { JetStreamCommandClient } from '@tally/platform-nest';
+import { CoreCommandClient, JetStreamCommandClient, type CommandSender } from '@tally/platform-nest';
 import { deleteNamespaceStreams, ServiceProcess } from '@tally/testing';
-import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
+import { natsServers, percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
 import { adminHeaders, TEST_ADMIN_KEY } from '../test/support/auth.js';
 
 const SUITE = 'authority';
@@ -28,8 +28,16 @@ interface Fleet {
   readonly names: TallyNames;
   readonly processes: ServiceProcess[];
   readonly nc: NatsConnection;
-  readonly client: JetStreamCommandClient;
+  readonly client: CommandSender;
   dispose(): Promise<void>;
+}
+
+/** How Admit and Settle travel: core requests (the default since ADR 0025) or the durable command stream. */
+function budgetCommands(): 'core' | 'jetstream' {
+  const mode = process.env['BENCH_BUDGET_COMMANDS'] ?? 'core';
+  if (mode !== 'core' && mode !== 'jetstream')
+    throw new Error(`BENCH_BUDGET_COMMANDS must be core or jetstream, got ${mode}`);
+  return mode;
 }
 
 async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
@@ -48,6 +56,8 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
     TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '3600000',
     TALLY__AUTHORITY__RECONCILE_INTERVAL_MS: '3600000',
     LOG_LEVEL: 'warn',
+    TALLY__NATS__BUDGET_COMMANDS: budgetCommands(),
+    ...ctx.serviceEnv,
   };
   const processes = await Promise.all(
     Array.from({ length: replicas }, () =>
@@ -62,12 +72,15 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
     reconnectTimeWaitMs: 200,
   });
   const names = tallyNames(namespace);
-  const client = await new JetStreamCommandClient(nc, {
-    names,
-    publishTimeoutMs: 10_000,
-    cacheTimeoutMs: 5_000,
-    cachePollMs: 50,
-  }).start();
+  const client: CommandSender =
+    budgetCommands() === 'jetstream'
+      ? await new JetStreamCommandClient(nc, {
+          names,
+          publishTimeoutMs: 10_000,
+          cacheTimeoutMs: 5_000,
+          cachePollMs: 50,
+        }).start()
+      : new CoreCommandClient(nc, { names, retryDelayMs: 50 });
   return {
     names,
     processes,
@@ -77,7 +90,7 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
       await client.close();
       await nc.drain();
       await Promise.all(processes.map((p) => p.stop()));
-      await deleteNamespaceStreams(ctx.natsUrl, namespace);
+      await deleteNamespaceStreams(natsServers(ctx)[0]!, namespace);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -207,7 +220,7 @@ async function openLoop(
   return (await Promise.all(samples)).sort((a, b) => a - b);
 }
 
-async function measureCase(ctx: BenchContext, replicas: number, trees: number): Promise<BenchRow[]> {
+export async function measureCase(ctx: BenchContext, replicas: number, trees: number): Promise<BenchRow[]> {
   const name = `admit+settle ${trees === 1 ? 'one hot tree' : `${trees.toLocaleString('en-US')} trees`}, ${replicas} replica${replicas > 1 ? 's' : ''}`;
   ctx.log(`authority: ${name}`);
   const fleet = await startFleet(ctx, replicas);
@@ -222,7 +235,7 @@ async function measureCase(ctx: BenchContext, replicas: number, trees: number): 
         case: name,
         metric: 'calls/s',
         value: closed.pairsPerSecond,
-        note: `${pairs} Admit+Settle pairs, ${CALLERS} callers`,
+        note: `${pairs} Admit+Settle pairs, ${CALLERS} callers, ${budgetCommands()} commands`,
       },
       { suite: SUITE, case: name, metric: 'admit p50 ms', value: percentile(closed.admitMs, 50) },
       {

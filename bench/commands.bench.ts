@@ -1,13 +1,14 @@
-// Durable-command suite: the command round trip (client publish → PubAck → delivery →
-// reply-cache read → handler → cache write → reply → ack) on the local nats-server,
-// sequentially and open-loop at half of the saturation rate, the operating point the
-// Admit latency budget (p99 ≤ 10 ms) is set for. The raw JetStream publish (one PubAck)
+// Command suite: the durable command round trip (client publish → PubAck → delivery →
+// reply-cache read → handler → cache write → reply → ack) and the core NATS command of
+// ADR 0025 (request → queue-group member → handler → reply) on the local nats-server,
+// sequentially and open-loop at half of each one's saturation rate, the operating point
+// the Admit latency budget (p99 ≤ 10 ms) is set for. The raw JetStream publish (one PubAck)
 // and the raw core NATS request/reply (a responder on its own connection that answers at
 // once) are measured in the same run under the same conditions and named as baselines.
 import { performance } from 'node:perf_hooks';
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import { connectNats } from '@tally/platform-jetstream';
-import type { JetStreamCommandClient } from '@tally/platform-nest';
+import type { CoreCommandClient, JetStreamCommandClient } from '@tally/platform-nest';
 import { Harness } from '../libs/platform/nest/test/fixtures.js';
 import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
 
@@ -22,6 +23,8 @@ type Op = (i: number) => Promise<unknown>;
 interface Probe {
   readonly harness: Harness;
   readonly client: JetStreamCommandClient;
+  /** The same commands over core NATS request/reply (ADR 0025). */
+  readonly core: CoreCommandClient;
   /** The raw core request/reply responder's connection and subject. */
   readonly raw: { readonly nc: NatsConnection; readonly subject: string };
   next: number;
@@ -57,6 +60,15 @@ function command(p: Probe, name: 'ping' | 'append'): Op {
     const payload = name === 'ping' ? {} : { account: `acct-${i % 500}`, amount: 1 };
     const answer = await p.client.send('work', name, `bench-${i}`, payload, SEND);
     if (!answer.ok) throw new Error(`command failed: ${JSON.stringify(answer.error)}`);
+  };
+}
+
+function coreCommand(p: Probe, name: 'ping' | 'append'): Op {
+  return async () => {
+    const i = p.next++;
+    const payload = name === 'ping' ? {} : { account: `acct-${i % 500}`, amount: 1 };
+    const answer = await p.core.send('work', name, `core-${i}`, payload, SEND);
+    if (!answer.ok) throw new Error(`core command failed: ${JSON.stringify(answer.error)}`);
   };
 }
 
@@ -131,8 +143,15 @@ export const commandsSuite: BenchSuite = {
     const responder = await rawResponder(ctx.natsUrl, subject);
     try {
       await harness.startServer('a');
-      const probe: Probe = { harness, client: await harness.client(), raw: { nc: responder.nc, subject }, next: 0 };
-      return await measure(ctx, probe);
+      await harness.startCoreServer('a');
+      const probe: Probe = {
+        harness,
+        client: await harness.client(),
+        core: harness.coreClient(),
+        raw: { nc: responder.nc, subject },
+        next: 0,
+      };
+      return [...(await measure(ctx, probe)), ...(await measureCore(ctx, probe))];
     } finally {
       await responder.nc.drain().catch(() => undefined);
       await harness.dispose();
@@ -197,6 +216,59 @@ async function measure(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
       metric: 'p99 ÷ raw core request p99',
       value: percentile(pingHalf, 99) / percentile(rawCoreHalf, 99),
       note: 'same offered load; goal ≤ 2',
+    },
+  );
+  return rows;
+}
+
+/** The do-nothing and one-append commands over core NATS (ADR 0025), against the raw core request at each one's rate. */
+async function measureCore(ctx: BenchContext, p: Probe): Promise<BenchRow[]> {
+  const seqCount = Math.max(100, Math.round(2000 * ctx.scale));
+  const ping = coreCommand(p, 'ping');
+  const rawCore = rawRequest(p);
+  ctx.log('commands: core warm-up');
+  await sequential(Math.max(50, Math.round(300 * ctx.scale)), ping);
+  const rawCoreSeq = await sequential(seqCount, rawCore);
+  const pingSeq = await sequential(seqCount, ping);
+  const appendSeq = await sequential(Math.round(seqCount / 2), coreCommand(p, 'append'));
+  const rows: BenchRow[] = [
+    ...latencyRows('raw core request sequential (core)', rawCoreSeq, undefined, 'one core NATS request and reply'),
+    ...latencyRows('core ping command sequential', pingSeq, 'raw core request sequential (core)'),
+    ...latencyRows(
+      'core append command sequential',
+      appendSeq,
+      'raw core request sequential (core)',
+      'handler appends one event (OCC)',
+    ),
+  ];
+  const windowMs = Math.max(500, Math.round(SATURATION_WINDOW_MS * Math.min(1, ctx.scale)));
+  const saturated = await saturation(ping, windowMs);
+  const rate = saturated / 2;
+  ctx.log(`commands: core saturation ${Math.round(saturated)}/s; open loop at ${Math.round(rate)}/s`);
+  const openWindowMs = Math.max(750, Math.round(OPEN_LOOP_WINDOW_MS * Math.min(1, ctx.scale)));
+  const rawCoreHalf = await openLoop(rawCore, rate, openWindowMs);
+  const pingHalf = await openLoop(ping, rate, openWindowMs);
+  rows.push(
+    {
+      suite: SUITE,
+      case: 'core ping command saturation',
+      metric: 'ops/s',
+      value: saturated,
+      note: `${SATURATION_CALLERS} callers, closed loop`,
+    },
+    ...latencyRows('raw core request at the core ping rate', rawCoreHalf, undefined, `${Math.round(rate)}/s open loop`),
+    ...latencyRows(
+      'core ping command at half saturation',
+      pingHalf,
+      'raw core request at the core ping rate',
+      `${Math.round(rate)}/s open loop`,
+    ),
+    {
+      suite: SUITE,
+      case: 'core ping command at half saturation',
+      metric: 'p99 ÷ raw core request p99',
+      value: percentile(pingHalf, 99) / percentile(rawCoreHalf, 99),
+      note: 'same offered load; issue 13 goal ≤ 2',
     },
   );
   return rows;

@@ -18,7 +18,10 @@ export interface BenchRow {
 }
 
 export interface BenchContext {
+  /** One server, or several comma-separated (a cluster). */
   readonly natsUrl: string;
+  /** Added to the environment of every service a suite starts (the cluster suite sets the stream replicas). */
+  readonly serviceEnv?: Readonly<Record<string, string>>;
   readonly databaseUrl: string | undefined;
   /** Scales every workload; 1 is the full run, smaller for a smoke run. */
   readonly scale: number;
@@ -34,4 +37,12 @@ export function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
   const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
   return sortedMs[index]!;
+}
+
+/** The server list of ctx.natsUrl, for clients that take an array. */
+export function natsServers(ctx: BenchContext): string[] {
+  return ctx.natsUrl
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
 }

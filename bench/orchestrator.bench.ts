@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { deleteNamespaceStreams, ScriptedProvider, ServiceProcess, uniqueNamespace } from '@tally/testing';
-import { percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
+import { natsServers, percentile, type BenchContext, type BenchRow, type BenchSuite } from './lib.js';
 import { adminHeaders, TEST_ADMIN_KEY, TokenMint, untilAccepted } from '../test/support/auth.js';
 
 const UNMETERED_PLACEHOLDER = 'minted-when-the-orchestrator-starts';
@@ -28,7 +28,7 @@ const DIRECT_CASE = 'direct provider call (zero latency)';
 const PRICE = { input_per_mtok_units: 1, output_per_mtok_units: 1, currency: 'USD' };
 const SUBMIT_IN_FLIGHT = 32;
 
-interface Stack {
+export interface Stack {
   readonly ns: string;
   readonly provider: ScriptedProvider;
   readonly nc: NatsConnection;
@@ -43,7 +43,8 @@ interface Stack {
   dispose(): Promise<void>;
 }
 
-async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promise<Stack> {
+/** A namespace with the scripted provider, the authority when metered, and orchestrators started on demand. */
+export async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promise<Stack> {
   const ns = uniqueNamespace(prefix);
   const dir = mkdtempSync(join(tmpdir(), `tally-bench-${prefix}-`));
   const provider = await ScriptedProvider.start();
@@ -69,6 +70,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
     TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
     TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
     LOG_LEVEL: 'warn',
+    ...ctx.serviceEnv,
   };
   const db = (name: string): Record<string, string> => ({
     DATABASE_URL: '',
@@ -103,7 +105,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
     if (res.status !== 201) throw new Error(`capability issue failed: ${res.status} ${await res.text()}`);
     token = ((await res.json()) as { token: string }).token;
   }
-  const nc = await connect({ servers: ctx.natsUrl });
+  const nc = await connect({ servers: natsServers(ctx) });
   const waiters = new Map<string, (at: number) => void>();
   const done = new Map<string, number>();
   nc.subscribe(`${ns}.work.evt.>`, {
@@ -166,7 +168,7 @@ async function stack(ctx: BenchContext, prefix: string, metered: boolean): Promi
       await Promise.all(processes.map((p) => p.stop()));
       await provider.stop();
       await nc.drain();
-      await deleteNamespaceStreams(ctx.natsUrl, ns);
+      await deleteNamespaceStreams(natsServers(ctx)[0]!, ns);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -195,7 +197,7 @@ async function post(url: string, body: Record<string, unknown>): Promise<void> {
   await res.arrayBuffer();
 }
 
-async function directCall(provider: ScriptedProvider): Promise<number> {
+export async function directCall(provider: ScriptedProvider): Promise<number> {
   const started = performance.now();
   const res = await fetch(`${provider.url}/chat/completions`, {
     method: 'POST',
@@ -211,7 +213,7 @@ async function directCall(provider: ScriptedProvider): Promise<number> {
   return performance.now() - started;
 }
 
-async function overhead(ctx: BenchContext, metered: boolean): Promise<BenchRow[]> {
+export async function overhead(ctx: BenchContext, metered: boolean): Promise<BenchRow[]> {
   const s = await stack(ctx, metered ? 'bom' : 'bou', metered);
   try {
     const svc = await s.startOrchestrator();

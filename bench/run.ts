@@ -8,6 +8,9 @@ import { commandsSuite } from './commands.bench.js';
 import { projectionSuite } from './projection.bench.js';
 import { orchestratorSuite } from './orchestrator.bench.js';
 import { authoritySuite } from './authority.bench.js';
+import { gatewaySuite } from './gateway.bench.js';
+import { clusterSuite } from './cluster.bench.js';
+import { spendPolicySuite } from './spend-policy.bench.js';
 import { guardSuite } from './guard.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
@@ -17,6 +20,9 @@ const suites: BenchSuite[] = [
   projectionSuite,
   orchestratorSuite,
   authoritySuite,
+  gatewaySuite,
+  clusterSuite,
+  spendPolicySuite,
   guardSuite,
 ];
 // ---- End of suites. ----

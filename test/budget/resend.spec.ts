@@ -62,7 +62,11 @@ describe('core request/reply commands answered from the ledger (issue 13)', () =
       expect(admitted['receipt']).toEqual(recorded);
       expect(await s.admit(admitPayload(cap['token'], 'lost-1', 'standalone'), 'lost-admit-1')).toEqual(admitted);
 
-      const settle = { hold_id: admitted['hold_id'], outcome: { kind: 'completed', cost_units: 40, currency: 'USD' } };
+      const settle = {
+        hold_id: admitted['hold_id'],
+        outcome: { kind: 'completed', cost_units: 40, currency: 'USD' },
+        admission_proof: admitted['admission_proof'],
+      };
       sendLosingReply('settle', 'lost-settle-1', settle);
       const settledReceipt = (await receiptOf('lost-settle-1')).body;
       expect((await s.settle(settle, 'lost-settle-1'))['receipt']).toEqual(settledReceipt);

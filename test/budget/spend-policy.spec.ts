@@ -117,7 +117,11 @@ describe('spend policy on two replicas (issue 11)', () => {
     const overCap = await stack.ok('POST', path, { amount_units: 20 });
     expect(overCap).toMatchObject({ verdict: 'deny' });
     expect(overCap['receipt']['id']).not.toBe(first.body['receipt']['id']);
-    const second = await stack.send('increase', { hold_id: holdId, amount_units: 10 }, stack.nextCommandId('inc'));
+    const second = await stack.send(
+      'increase',
+      { hold_id: holdId, amount_units: 10, admission_proof: admitted['admission_proof'] },
+      stack.nextCommandId('inc'),
+    );
     expect(second.ok && second.value).toMatchObject({ verdict: 'allow', hold_units: 50, increase: 2 });
     const third = await stack.ok('POST', path, { amount_units: 1 });
     expect(third['verdict']).toBe('deny');

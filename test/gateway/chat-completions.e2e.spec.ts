@@ -25,7 +25,10 @@ const weatherTool = {
   },
 };
 
+// The reply reaches the caller before the projection has folded the unit's last events,
+// so the receipt is read once the projected unit has ended (every attempt settled).
 async function receiptOf(workId: string): Promise<Record<string, unknown>> {
+  await h.terminal(workId);
   return h.eventually(`receipt of ${workId}`, async () => {
     const r = await h.get(`/v1/work/${workId}/receipt`);
     return r.status === 200 ? r.body : undefined;
@@ -206,6 +209,27 @@ describe('POST /v1/chat/completions with the official OpenAI SDK', () => {
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
     expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('requested_cost_exceeds_max_cost_per_invocation');
     expect(submissions).toHaveLength(1);
+    expect(h.calls()).toBe(before);
+  });
+
+  it('item 4 / issue 11 a rate limit of the grant is a 429 with retry-after, and the SDK is told a retry is worth it', async () => {
+    const limited = await issueCapability(h, [
+      { server_id: 'scripted', tool_name: 'ok-model', rate_limits: { requests_per_minute: 1 } },
+    ]);
+    const sdk = new OpenAI({ apiKey: limited.token, baseURL: `${h.url}/v1`, maxRetries: 0 });
+    h.provider().script('ok-model', [{ kind: 'stream', chunks: ['one'] }]);
+    await sdk.chat.completions.create({ model: 'scripted/ok-model', messages: [{ role: 'user', content: 'x' }] });
+    const before = h.calls();
+    const error = (await sdk.chat.completions
+      .create({ model: 'scripted/ok-model', messages: [{ role: 'user', content: 'y' }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error.status).toBe(429);
+    expect(error.code).toBe('rate_limited');
+    const retryAfter = Number(error.headers?.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(error.headers?.get('x-should-retry')).toBeNull();
     expect(h.calls()).toBe(before);
   });
 

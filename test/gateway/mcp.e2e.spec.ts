@@ -30,11 +30,11 @@ afterAll(async () => {
   await tools.stop();
 }, 60_000);
 
-async function mcpClient(token: string): Promise<Client> {
+async function mcpClient(token: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'agent', version: '1' });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
     }),
   );
   return client;
@@ -154,5 +154,41 @@ describe('POST /mcp with the official MCP client', () => {
     });
     expect(grants[0]!['realized_cost_units']).toBe(10);
     await client.close();
+  });
+
+  it('item 5 tool calls count against the session dispatch ceiling: past it a call is refused naming the ceiling and never reaches the server, and a call the budget refused gives its dispatch back', async () => {
+    const cap = await issueCapability(h, [
+      { server_id: 'calc', tool_name: 'add', max_total_cost_units: 10 },
+      { server_id: 'calc', tool_name: 'fail' },
+    ]);
+    const client = await mcpClient(cap.token, { 'x-tally-dispatch-ceiling': '2' });
+    const [adds, fails] = [tools.count('add'), tools.count('fail')];
+    expect(text(await client.callTool({ name: 'calc__add', arguments: { a: 1, b: 1 } }))).toBe('2');
+    const overBudget = await client.callTool({ name: 'calc__add', arguments: { a: 1, b: 2 } });
+    expect(overBudget.isError).toBe(true);
+    expect(text(overBudget)).toContain('refused by the budget authority');
+    const failed = await client.callTool({ name: 'calc__fail', arguments: {} });
+    expect(text(failed)).toBe('tool failed');
+    const past = await client.callTool({ name: 'calc__fail', arguments: {} });
+    expect(past.isError).toBe(true);
+    expect(text(past)).toContain('dispatch ceiling of 2');
+    expect([tools.count('add') - adds, tools.count('fail') - fails]).toEqual([1, 1]);
+    await client.close();
+  });
+
+  it('item 5 concurrent tool calls never pass the session dispatch ceiling, and a bad ceiling is refused naming the header', async () => {
+    const cap = await issueCapability(h, [{ server_id: 'calc', tool_name: 'add', max_total_cost_units: 10_000 }]);
+    const client = await mcpClient(cap.token, { 'x-tally-dispatch-ceiling': '3' });
+    const before = tools.count('add');
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => client.callTool({ name: 'calc__add', arguments: { a: i, b: 1 } })),
+    );
+    expect(results.filter((r) => !r.isError)).toHaveLength(3);
+    expect(results.filter((r) => text(r).includes('dispatch ceiling of 3'))).toHaveLength(5);
+    expect(tools.count('add') - before).toBe(3);
+    await client.close();
+    await expect(mcpClient(cap.token, { 'x-tally-dispatch-ceiling': 'lots' })).rejects.toThrow(
+      /x-tally-dispatch-ceiling must be an integer/,
+    );
   });
 });

@@ -21,7 +21,10 @@ const weather = {
   input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
 };
 
+// The reply reaches the caller before the projection has folded the unit's last events,
+// so the receipt is read once the projected unit has ended (every attempt settled).
 async function receiptOf(workId: string): Promise<Record<string, unknown>> {
+  await h.terminal(workId);
   return h.eventually(`receipt of ${workId}`, async () => {
     const r = await h.get(`/v1/work/${workId}/receipt`);
     return r.status === 200 ? r.body : undefined;

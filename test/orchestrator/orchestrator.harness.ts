@@ -35,6 +35,8 @@ export interface OrchestratorHarnessOptions {
   readonly providerPerProcess?: boolean;
   /** More settings for the config file beside the providers (e.g. tool_servers), read when it is written. */
   readonly config?: () => Record<string, unknown>;
+  /** The NATS servers (comma-separated) every process connects to; the shared server by default. */
+  readonly natsUrl?: string;
 }
 
 /** A projection database of its own: an SQLite file, or a PostgreSQL database when DATABASE_URL is set. */
@@ -83,12 +85,17 @@ export class OrchestratorHarness {
   readonly processes: ServiceProcess[] = [];
   readonly providers: ScriptedProvider[] = [];
   readonly databases: TestDatabase[] = [];
+  /** Every authority replica started, in order; `authority` is the first. */
+  readonly authorities: ServiceProcess[] = [];
+  readonly natsUrl: string;
   authority: ServiceProcess | undefined;
+  private authorityEnv: Record<string, string> | undefined;
   private database: TestDatabase | undefined;
   private minted: Promise<string> | undefined;
 
   constructor(private readonly options: OrchestratorHarnessOptions) {
     this.namespace = uniqueNamespace(options.prefix);
+    this.natsUrl = options.natsUrl ?? sharedNatsUrl();
     this.dir = mkdtempSync(join(tmpdir(), `tally-${options.prefix}-`));
   }
 
@@ -106,24 +113,47 @@ export class OrchestratorHarness {
 
   /** Starts the real budget-authority in this namespace, with a database (unless `env` names one) and signing key of its own. */
   async startAuthority(env: Record<string, string> = {}): Promise<ServiceProcess> {
+    const [first] = await this.startAuthorities(1, env);
+    return first!;
+  }
+
+  /**
+   * Starts `count` more authority replicas at once. All replicas of the harness share one
+   * database and one signing key (read from the first call), so they sign alike.
+   */
+  async startAuthorities(count: number, env: Record<string, string> = {}): Promise<ServiceProcess[]> {
+    this.authorityEnv ??= await this.newAuthorityEnv(env);
+    const shared = { ...this.authorityEnv, ...env };
+    const started = await Promise.all(
+      Array.from({ length: count }, () =>
+        ServiceProcess.start({ service: 'budget-authority', readyTimeoutMs: 120_000, env: shared }),
+      ),
+    );
+    this.authorities.push(...started);
+    this.authority = started[0];
+    return started;
+  }
+
+  /** The environment every authority replica of the harness runs with. */
+  get authorityEnvironment(): Record<string, string> {
+    if (!this.authorityEnv) throw new Error('no authority was started');
+    return this.authorityEnv;
+  }
+
+  private async newAuthorityEnv(env: Record<string, string>): Promise<Record<string, string>> {
     const named = env['DATABASE_URL'] !== undefined || env['TALLY_SQLITE_PATH'] !== undefined;
     const db = named ? { env: {} } : await this.newDatabase('auth');
-    this.authority = await ServiceProcess.start({
-      service: 'budget-authority',
-      readyTimeoutMs: 120_000,
-      env: {
-        NATS_URL: sharedNatsUrl(),
-        TALLY_NAMESPACE: this.namespace,
-        // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
-        TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
-        TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
-        TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
-        TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
-        ...db.env,
-        ...env,
-      },
-    });
-    return this.authority;
+    return {
+      NATS_URL: this.natsUrl,
+      TALLY_NAMESPACE: this.namespace,
+      // Queues reserve their byte limit on the shared server; the ledger streams keep their default (no limit).
+      TALLY__STREAMS__QUEUE_MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
+      TALLY_SIGNING_KEY: randomBytes(32).toString('base64url'),
+      TALLY_ADMIN_KEY: TEST_ADMIN_KEY,
+      ...db.env,
+      ...env,
+    };
   }
 
   /** The scripted provider process `index` talks to. */
@@ -176,7 +206,7 @@ export class OrchestratorHarness {
     );
     const db = await this.projectionDatabase();
     return {
-      NATS_URL: sharedNatsUrl(),
+      NATS_URL: this.natsUrl,
       TALLY_NAMESPACE: this.namespace,
       TALLY_CONFIG: config,
       ...db.env,
@@ -205,7 +235,7 @@ export class OrchestratorHarness {
    */
   async token(): Promise<string> {
     this.minted ??= (async () => {
-      const mint = await TokenMint.open(sharedNatsUrl(), this.namespace);
+      const mint = await TokenMint.open(this.natsUrl, this.namespace);
       const token = mint.seal();
       for (const p of this.processes.filter((x) => x.exited === null)) await untilAccepted(p.url, token);
       return token;
@@ -293,10 +323,10 @@ export class OrchestratorHarness {
   }
 
   async dispose(): Promise<void> {
-    await Promise.all([...this.processes, ...(this.authority ? [this.authority] : [])].map((p) => p.stop()));
+    await Promise.all([...this.processes, ...this.authorities].map((p) => p.stop()));
     await Promise.all(this.providers.map((p) => p.stop()));
     for (const db of this.databases) await db.drop();
-    await deleteNamespaceStreams(sharedNatsUrl(), this.namespace);
+    await deleteNamespaceStreams(this.natsUrl.split(',')[0]!, this.namespace);
   }
 }
 

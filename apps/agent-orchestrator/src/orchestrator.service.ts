@@ -18,6 +18,8 @@ import { UnmeteredBudgetPort } from './budget/unmetered-budget.port.js';
 import { startDispatchWorkers } from './dispatch/dispatch-workers.js';
 import { SessionsController } from './http/sessions.controller.js';
 import { WorkController } from './http/work.controller.js';
+import { WorkTimelineController } from './http/work-timeline.controller.js';
+import { WorkTimeline } from './work/work-timeline.js';
 import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
@@ -35,6 +37,7 @@ import { ToolAwareGateway } from './mcp/tool-aware-gateway.js';
 import { ToolCalls } from './mcp/tool-calls.js';
 import { ToolServers } from './mcp/tool-servers.js';
 import { startDirectory, type DirectoryRuntime } from '@tally/directory-service';
+import { AdmissionProofVerifier, type KnownKeys } from './budget/admission-proofs.js';
 
 /** Pause before re-sending an Admit or Settle that no authority replica took (one may be restarting). */
 const BUDGET_RETRY_DELAY_MS = 250;
@@ -45,6 +48,7 @@ class OrchestratorModule {}
 /** Every controller the orchestrator mounts: the access-table test enumerates their routes. */
 export const ORCHESTRATOR_CONTROLLERS = [
   WorkController,
+  WorkTimelineController,
   SessionsController,
   ChatCompletionsController,
   MessagesController,
@@ -89,6 +93,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
           { provide: WorkReads, useValue: new WorkReads(rt) },
+          { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],
       };
@@ -96,7 +101,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
     background: async (ctx) => {
       const rt = runtimeOf(ctx);
       // Tasks stop in list order: the submission subject stops taking work before the workers drain.
-      const workers = await startWorkers(rt, toolServersOf());
+      const workers = await startWorkers(rt, toolServersOf(), directory!.keys);
       const o = ctx.config.orchestrator;
       const sweeper = startQueuedSweeper(rt, {
         intervalMs: o.queued_sweep_interval_ms,
@@ -127,7 +132,11 @@ function startOrchestratorDirectory(ctx: HostContext, oidc: OidcVerifier | undef
   });
 }
 
-async function startWorkers(rt: OrchestratorRuntime, toolServers: ToolServers): Promise<BackgroundTask[]> {
+async function startWorkers(
+  rt: OrchestratorRuntime,
+  toolServers: ToolServers,
+  keys: KnownKeys,
+): Promise<BackgroundTask[]> {
   const { config, logger, nats, readiness } = rt.ctx;
   const mode = config.orchestrator.budget_mode;
   readiness.add({
@@ -161,7 +170,14 @@ async function startWorkers(rt: OrchestratorRuntime, toolServers: ToolServers): 
             cachePollMs: 50,
           }).start()
         : new CoreCommandClient(nats.nc, { names: nats.names, retryDelayMs: BUDGET_RETRY_DELAY_MS });
-    budget = new JetStreamBudgetPort(client, { replyTimeoutMs: config.orchestrator.budget_timeout_ms, attemptsMax: 3 });
+    const proofs = new AdmissionProofVerifier(keys, {
+      ...(config.orchestrator.authority_url === undefined ? {} : { authorityUrl: config.orchestrator.authority_url }),
+      cooldownMs: config.orchestrator.authority_keys_cooldown_ms,
+      timeoutMs: config.orchestrator.budget_timeout_ms,
+      nowMs: () => Date.now(),
+    });
+    const options = { replyTimeoutMs: config.orchestrator.budget_timeout_ms, attemptsMax: 3 };
+    budget = new JetStreamBudgetPort(client, options, proofs);
   }
   const tools = new ToolAwareGateway(gateway, toolServers);
   const workers = await startDispatchWorkers(rt, { gateway: tools, prices: tools, budget });

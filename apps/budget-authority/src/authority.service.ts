@@ -1,6 +1,12 @@
 // The budget-authority's composition: which projections, HTTP controllers, command
 // handlers and background loops it runs on the shared service host.
-import { oidcVerifierOf, type HostContext, type ServiceDefinition, type TallyConfig } from '@tally/platform-app';
+import {
+  BUDGET_COMMANDS_CONCURRENCY_MAX,
+  oidcVerifierOf,
+  type HostContext,
+  type ServiceDefinition,
+  type TallyConfig,
+} from '@tally/platform-app';
 import { startDirectoryOf } from './runtime/directory.js';
 import type { DirectoryRuntime } from '@tally/directory-service';
 import { AuthorityModule } from './authority.module.js';
@@ -9,25 +15,36 @@ import { startCommandServers } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
 import { projector } from './projector.js';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
-import { authoritySigner, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
+import { authorityKeyring, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
+import { RotatingSigner } from './runtime/rotating-signer.js';
+import { buildWebhooksRuntime, type WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
-/** Handlers running at once per replica, requests waiting for one, and how long a JetStream command's answer is cached. */
+/** Core handlers running at once per replica and requests waiting for one (the JetStream side's limits are the topology's). */
 const COMMAND_LIMITS = {
-  concurrencyMax: 256,
+  concurrencyMax: BUDGET_COMMANDS_CONCURRENCY_MAX,
   waitingMax: 4_096,
-  replyCacheTtlMs: 24 * 3_600_000,
   drainTimeoutMs: 10_000,
 };
-const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 
 export async function authorityService(config: TallyConfig): Promise<ServiceDefinition> {
   const extras = loadAuthorityExtras(config);
-  const signer = authoritySigner(config);
+  // The boot key and the keyring's keys; a key file others may read stops the boot (ADR 0014).
+  const keyring = authorityKeyring(config);
   // Read before anything connects, so a bad JWKS file stops the boot at once, naming the setting.
   const oidc = oidcVerifierOf(config);
   let runtime: AuthorityRuntime | undefined;
-  const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
+  let webhooks: WebhooksRuntime | undefined;
+  // Webhook secrets derive from the boot key, which rotation never replaces, so they outlive a rotation.
+  const webhooksOf = (ctx: HostContext) => (webhooks ??= buildWebhooksRuntime(ctx, keyring.boot));
   let directory: DirectoryRuntime | undefined;
+  let missingActive = (_active: string, _used: string): void => undefined;
+  // Signs with the key the directory says is active, on every replica, as soon as its event arrives.
+  const signer = new RotatingSigner(
+    keyring,
+    () => directory,
+    (active, used) => missingActive(active, used),
+  );
+  const runtimeOf = (ctx: HostContext) => (runtime ??= buildAuthorityRuntime(ctx, signer, extras));
   const directoryOf = () => {
     if (!directory) throw new Error('the directory starts in access(), before the HTTP module');
     return directory;
@@ -38,18 +55,23 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
     access: async (ctx) => {
-      directory = await startDirectoryOf(ctx, signer, oidc);
+      missingActive = (active, used) =>
+        ctx.logger.event('warn', "the active signing key is not in this replica's keyring; signing with another", {
+          active_key_id: active,
+          signing_key_id: used,
+        });
+      directory = await startDirectoryOf(ctx, keyring.boot, oidc);
+      // The webhook streams exist before any route can register an endpoint.
+      await webhooksOf(ctx).provision();
       return directory.authenticator();
     },
-    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf()),
+    module: (ctx) => AuthorityModule.register(ctx, runtimeOf(ctx), directoryOf(), keyring, webhooksOf(ctx)),
     background: async (ctx) => {
       const { authority } = runtimeOf(ctx);
-      const commands = await startCommandServers(ctx, authority, {
-        ...COMMAND_LIMITS,
-        replyCacheMaxBytes: Math.min(REPLY_CACHE_BYTES_MAX, config.streams.queue_max_bytes),
-      });
+      const commands = await startCommandServers(ctx, authority, COMMAND_LIMITS);
       const stopDirectory = { name: 'directory', stop: () => directoryOf().stop() };
-      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority), stopDirectory];
+      const deliveries = await webhooksOf(ctx).startDelivery();
+      return [...commands, expiryLoop(ctx, authority), reconcileLoop(ctx, authority), ...deliveries, stopDirectory];
     },
   };
 }

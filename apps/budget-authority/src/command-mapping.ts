@@ -15,6 +15,7 @@ import {
 import type {
   AdmitCommand,
   AdmitDecision,
+  HoldAuthorization,
   IncreaseCommand,
   IssueCapabilityCommand,
   SettleCommand,
@@ -70,7 +71,12 @@ export function toAdmitCommand(dto: AdmitCommandDto, commandId: string, bearer?:
   };
 }
 
-export function toSettleCommand(dto: SettleCommandDto, commandId: string): Mapped<SettleCommand> {
+/** `authorization` is who asks: the HTTP caller, or the proof or token a NATS command carries. */
+export function toSettleCommand(
+  dto: SettleCommandDto,
+  commandId: string,
+  authorization: HoldAuthorization | undefined,
+): Mapped<SettleCommand> {
   const o = dto.outcome;
   const missing = (field: string): Mapped<SettleCommand> => ({
     ok: false,
@@ -105,12 +111,18 @@ export function toSettleCommand(dto: SettleCommandDto, commandId: string): Mappe
       hold_id: dto.hold_id,
       outcome,
       ...(o.tokens_used === undefined ? {} : { tokens_used: o.tokens_used }),
+      authorization,
     },
   };
 }
 
-export function toIncreaseCommand(dto: IncreaseHoldDto, commandId: string): IncreaseCommand {
+export function toIncreaseCommand(
+  dto: IncreaseHoldDto,
+  commandId: string,
+  authorization: HoldAuthorization | undefined,
+): IncreaseCommand {
   return {
+    authorization,
     command_id: commandId,
     hold_id: dto.hold_id,
     amount_units: moneyFromWire(dto.amount_units)!,
@@ -118,7 +130,12 @@ export function toIncreaseCommand(dto: IncreaseHoldDto, commandId: string): Incr
   };
 }
 
-export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | undefined): IssueCapabilityCommand {
+/** `tenantId`: the tenant a root capability belongs to, as the caller's credential decides it. */
+export function toIssueCommand(
+  dto: IssueCapabilityDto,
+  commandId: string | undefined,
+  tenantId?: string,
+): IssueCapabilityCommand {
   const grants: Grant[] = dto.grants.map((g) => ({
     server_id: g.server_id,
     tool_name: g.tool_name,
@@ -140,6 +157,7 @@ export function toIssueCommand(dto: IssueCapabilityDto, commandId: string | unde
     ttl_seconds: dto.ttl_seconds,
     grants,
     ...(dto.parent_id === undefined ? {} : { parent_id: dto.parent_id }),
+    ...(tenantId === undefined ? {} : { tenant_id: tenantId }),
     ...(dto.budget_share_units === undefined ? {} : { budget_share_units: moneyFromWire(dto.budget_share_units)! }),
   };
 }

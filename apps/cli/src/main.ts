@@ -4,8 +4,11 @@
 // runs, so `tally` starts fast whatever the other commands load. Options shared by every
 // command (--authority, --orchestrator, --key, --json) and the exit codes are in cli/program.ts.
 import { runCli, tallyProgram } from './cli/program.js';
+import { auditCommand } from './commands/audit.js';
 import { backupCommand } from './commands/backup.js';
 import { migrateCommand } from './commands/migrate.js';
+import { natsConfigCommand } from './commands/nats-config.js';
+import { provisionCommand } from './commands/provision.js';
 import { receiptsCommand } from './commands/receipts.js';
 import { replayCommand } from './commands/replay.js';
 import { restoreCommand } from './commands/restore.js';
@@ -14,10 +17,13 @@ import { upCommand } from './commands/up.js';
 const program = tallyProgram();
 program.addCommand(upCommand());
 program.addCommand(replayCommand());
+program.addCommand(provisionCommand());
 program.addCommand(migrateCommand());
 program.addCommand(backupCommand());
 program.addCommand(restoreCommand());
 program.addCommand(receiptsCommand());
+program.addCommand(natsConfigCommand());
+program.addCommand(auditCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
 function exitAfterFlush(code: number): void {

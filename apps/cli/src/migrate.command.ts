@@ -4,6 +4,7 @@
 // Job before a release rolls out; a stream the server cannot move safely stops it.
 import {
   connectTallyNats,
+  OPERATOR_INBOX_PREFIX,
   loadConfig,
   openServiceDatabase,
   streamLimitsOf,
@@ -29,7 +30,7 @@ export async function migrate(): Promise<number> {
 
 /** Moves each existing stream in place; a missing one is left to `tally provision`. */
 export async function migrateStreams(config: TallyConfig, say: (line: string) => void): Promise<void> {
-  const nats = await connectTallyNats(config, 'tally-migrate');
+  const nats = await connectTallyNats(config, 'tally-migrate', OPERATOR_INBOX_PREFIX);
   try {
     for (const spec of tallyStreamSpecs(nats.names, streamLimitsOf(config))) {
       const exists = await nats.jsm.streams.info(spec.name).then(

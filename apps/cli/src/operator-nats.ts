@@ -4,10 +4,10 @@
 // OPERATOR_INBOX_PREFIX, so an operator user can be limited to its own replies.
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { connectTallyNats, DependencyUnavailable, type TallyConfig } from '@tally/platform-app';
+import { connectTallyNats, DependencyUnavailable, OPERATOR_INBOX_PREFIX, type TallyConfig } from '@tally/platform-app';
 import { CliError, ExitCode } from './cli/exit-codes.js';
 
-export const OPERATOR_INBOX_PREFIX = '_INBOX.tally-operator';
+export { OPERATOR_INBOX_PREFIX };
 
 export interface OperatorNats {
   readonly nc: NatsConnection;

@@ -13,6 +13,7 @@ import {
   ProjectionLease,
   rebuildAll,
   startNatsRuntime,
+  OPERATOR_INBOX_PREFIX,
   verifyAll,
   type ProjectionSet,
   type TallyConfig,
@@ -43,7 +44,7 @@ export async function replay(options: ReplayOptions): Promise<number> {
 }
 
 async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<boolean> {
-  const nats = await startNatsRuntime(config, `tally-replay-${set.service}`);
+  const nats = await startNatsRuntime(config, `tally-replay-${set.service}`, OPERATOR_INBOX_PREFIX);
   const lease = await ProjectionLease.open({
     js: nats.js,
     bucket: leaseBucketOf(nats),
@@ -78,7 +79,7 @@ async function rebuildSet(config: TallyConfig, set: ProjectionSet): Promise<bool
 }
 
 async function verifySet(config: TallyConfig, set: ProjectionSet): Promise<boolean> {
-  const nats = await startNatsRuntime(config, `tally-verify-${set.service}`);
+  const nats = await startNatsRuntime(config, `tally-verify-${set.service}`, OPERATOR_INBOX_PREFIX);
   const live = await openServiceDatabaseLocked(config, set, nats, `tally-verify-${process.pid}`);
   const scratch = config.database.url ? await openScratchSchema(config, set) : await openScratchFile(config, set);
   try {

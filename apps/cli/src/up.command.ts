@@ -22,6 +22,8 @@ export interface UpOptions {
 export async function up(options: UpOptions): Promise<number> {
   const env = { ...options.env };
   env['NATS_URL'] ??= 'nats://127.0.0.1:4222';
+  // The local stack is for development: its webhooks may call a receiver on this machine over http.
+  env['TALLY__WEBHOOKS__ALLOW_HTTP_LOOPBACK'] ??= 'true';
   const admin = localAdminKey(options.root, env);
   env['TALLY_ADMIN_KEY'] = admin.key;
   const started: { name: string; child: ChildProcess }[] = [];

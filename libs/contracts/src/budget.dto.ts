@@ -89,6 +89,8 @@ export class SettleCommandDto {
   @ValidateNested() @Type(() => SettleOutcomeDto) outcome!: SettleOutcomeDto;
   /** Proof that the caller was admitted on this hold (http-api.md, Credentials). */
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
+  /** Over NATS, instead of the proof: the token of the capability the hold was admitted on. */
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }
 
 /** POST /v1/holds/{id}/increase and its NATS twin: raise an open hold within its grant. */
@@ -97,6 +99,8 @@ export class IncreaseHoldDto {
   @IsMoney() amount_units!: WireMoney;
   @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
+  /** Over NATS, instead of the proof: the token of the capability the hold was admitted on. */
+  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }
 
 /** Spend policy (http-api.md): a calendar period in an IANA zone, or period_seconds on the epoch. */
@@ -165,6 +169,10 @@ export class IssueCapabilityDto {
   /** Delegation by possession: the parent capability's token (http-api.md, Credentials). */
   @IsOptional() @IsString() @Length(1, 16_384) parent_token?: string;
   @IsOptional() @IsMoney() budget_share_units?: WireMoney;
+  /** The owning tenant of a root capability; only an admin may name one (others issue in their own). */
+  @IsOptional()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'tenant_id must be a tenant id (a-z, 0-9, _ and -, 1 to 63)' })
+  tenant_id?: string;
 }
 
 /** POST /v1/capabilities/{id}/revoke: an issuer needs no body; otherwise the token of the capability or an ancestor. */

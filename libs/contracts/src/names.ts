@@ -10,6 +10,8 @@ export interface TallyNames {
   readonly commandsStream: string;
   readonly deadLetterStream: string;
   readonly commandRepliesBucket: string;
+  /** KV: the Idempotency-Key records of HTTP calls (scope, endpoint, request fingerprint, command id). */
+  readonly idempotencyBucket: string;
   /** Tenants, operator keys and signing keys: written by the authority, read by both services. */
   readonly directoryEventsStream: string;
   readonly directoryEventsWildcard: string;
@@ -63,6 +65,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     commandsStream: `${upper}_COMMANDS`,
     deadLetterStream: `${upper}_DLQ`,
     commandRepliesBucket: `${upper}_COMMAND_REPLIES`,
+    idempotencyBucket: `${upper}_IDEMPOTENCY`,
     directoryEventsStream: `${upper}_DIRECTORY_EVENTS`,
     directoryEventsWildcard: `${namespace}.directory.evt.>`,
     directoryTenantSubject: (id) => `${namespace}.directory.evt.tenant.${assertSubjectToken(id, 'tenantId')}`,

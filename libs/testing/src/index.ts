@@ -1,4 +1,5 @@
 export * from './nats-server.js';
+export * from './nats-cluster.js';
 export * from './service-process.js';
 export * from './scripted-provider.js';
 export * from './namespace-cleanup.js';

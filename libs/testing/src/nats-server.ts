@@ -6,6 +6,23 @@ import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * Every server and service process a test starts, so none outlives the test runner even
+ * when a test fails before its cleanup: on exit they are killed, synchronously.
+ */
+const liveChildren = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+export function killOnExit(child: ChildProcess): void {
+  liveChildren.add(child);
+  child.once('exit', () => liveChildren.delete(child));
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const c of liveChildren) c.kill('SIGKILL');
+  });
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -83,6 +100,7 @@ export class PrivateNatsServer {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     this.process = child;
+    killOnExit(child);
     await waitForPort(this.port, 10_000).catch((error: unknown) => {
       throw new Error(`${String(error)}; nats-server said:\n${this.output}`);
     });

@@ -1,7 +1,7 @@
 // Runs a Tally service as a real child process, the way it runs in production, so
 // end-to-end and fault tests can kill it (SIGKILL) and start it again.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from './nats-server.js';
+import { freePort, killOnExit } from './nats-server.js';
 
 export type ServiceName = 'budget-authority' | 'agent-orchestrator';
 
@@ -58,8 +58,14 @@ export class ServiceProcess {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    killOnExit(child);
     const service = new ServiceProcess(options.service, port, child);
-    if (options.waitReady !== false) await service.waitReady(options.readyTimeoutMs ?? 60_000);
+    if (options.waitReady !== false)
+      await service.waitReady(options.readyTimeoutMs ?? 60_000).catch(async (error: unknown) => {
+        // A service that never became ready is nobody's to stop later: stop it here.
+        await service.stop('SIGKILL');
+        throw error;
+      });
     return service;
   }
 

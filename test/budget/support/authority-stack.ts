@@ -33,6 +33,8 @@ export class AuthorityStack {
   private nc: NatsConnection | undefined;
   private connecting: Promise<CommandSender> | undefined;
   private commandSeq = 0;
+  /** Admission proofs by hold id, from this stack's admits: what its settles present. */
+  private readonly proofs = new Map<string, unknown>();
 
   private constructor(
     readonly names: TallyNames,
@@ -111,13 +113,35 @@ export class AuthorityStack {
     return `${label}-${++this.commandSeq}-${randomBytes(4).toString('hex')}`;
   }
 
-  /** Admit as the orchestrator sends it. */
+  /** Admit as the orchestrator sends it; the admission proof is kept for the hold's settlement. */
   async admit(payload: Json, commandId = this.nextCommandId('admit')): Promise<Json> {
-    return unwrap(await this.send('admit', payload, commandId));
+    const answer = unwrap(await this.send('admit', payload, commandId));
+    if (typeof answer['hold_id'] === 'string' && answer['admission_proof'] !== undefined)
+      this.proofs.set(answer['hold_id'], answer['admission_proof']);
+    return answer;
   }
 
+  /** The admission proof this stack's admit received for a hold (undefined when it was not admitted here). */
+  proofOf(holdId: unknown): unknown {
+    return typeof holdId === 'string' ? this.proofs.get(holdId) : undefined;
+  }
+
+  /**
+   * Settle as the orchestrator sends it: with the hold's admission proof (Issue 8), unless the
+   * payload brings its own `admission_proof` or `token`, or sets `admission_proof: null` to send none.
+   */
   async settle(payload: Json, commandId = this.nextCommandId('settle')): Promise<Json> {
-    return unwrap(await this.send('settle', payload, commandId));
+    return unwrap(await this.send('settle', this.withProof(payload), commandId));
+  }
+
+  withProof(payload: Json): Json {
+    if (payload['admission_proof'] === null) {
+      const { admission_proof: _none, ...rest } = payload;
+      return rest;
+    }
+    if (payload['admission_proof'] !== undefined || payload['token'] !== undefined) return payload;
+    const proof = this.proofOf(payload['hold_id']);
+    return proof === undefined ? payload : { ...payload, admission_proof: proof };
   }
 
   /** The raw command reply, for validation and idempotency tests. */

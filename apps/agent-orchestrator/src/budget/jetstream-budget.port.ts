@@ -6,6 +6,7 @@
 // dispatched, and its queue message is retried later with the same command ids (fail closed).
 import { moneyFromWire, moneyToWire, type AdmitCommandDto, type SettleCommandDto } from '@tally/contracts';
 import type {
+  AdmissionProofWire,
   AdmitDecision,
   AdmitRequest,
   BudgetPort,
@@ -25,6 +26,9 @@ interface AdmitReply {
   readonly verdict: 'allow' | 'deny';
   readonly reason?: string;
   readonly hold_id?: string;
+  /** False for a nonce preflight (B13): an allow that hands out a nonce and must not be dispatched. */
+  readonly dispatch?: boolean;
+  readonly admission_proof?: AdmissionProofWire;
   readonly grant_index?: number;
   readonly retry_after_ms?: number;
   readonly hold_units?: number | string;
@@ -32,7 +36,16 @@ interface AdmitReply {
 }
 
 interface SettleReply {
-  readonly receipt?: unknown;
+  readonly receipt?: {
+    readonly verdict?: string;
+    readonly reason?: string | null;
+    readonly capability_id?: string | null;
+  };
+}
+
+/** Checks an admission proof's signature against the authority's published keys, and that it names the hold. */
+export interface AdmissionProofCheck {
+  verify(proof: AdmissionProofWire, holdId: string): Promise<boolean>;
 }
 
 /** The authority refused a Settle outright; the hold stays as it is and the unit waits (fail closed). */
@@ -46,6 +59,7 @@ export class JetStreamBudgetPort implements BudgetPort {
   constructor(
     private readonly client: CommandSender,
     private readonly options: JetStreamBudgetOptions,
+    private readonly proofs: AdmissionProofCheck,
   ) {}
 
   async admit(request: AdmitRequest): Promise<AdmitDecision> {
@@ -66,7 +80,22 @@ export class JetStreamBudgetPort implements BudgetPort {
       payload,
       this.sendOptions(),
     );
-    return admitDecisionOf(reply);
+    return this.dispatchable(admitDecisionOf(reply));
+  }
+
+  /**
+   * Fail closed: only an allow that says dispatch and carries a proof, signed by a published
+   * key for this very hold, may lead to a paid call. A nonce preflight (dispatch: false) or
+   * an unverifiable answer is refused here, and its hold is left to the authority's expiry.
+   */
+  private async dispatchable(decision: AdmitDecision): Promise<AdmitDecision> {
+    if (decision.verdict !== 'allow') return decision;
+    if (decision.dispatch !== true)
+      return { verdict: 'deny', reason: 'not_dispatchable: the admission did not say dispatch (a nonce preflight)' };
+    const proof = decision.admission_proof;
+    if (proof === undefined || decision.hold_id === undefined || !(await this.proofs.verify(proof, decision.hold_id)))
+      return { verdict: 'deny', reason: 'admission_unverified: the admission proof does not verify for its hold' };
+    return decision;
   }
 
   async settle(request: SettleRequest): Promise<SettleResult> {
@@ -84,6 +113,11 @@ export class JetStreamBudgetPort implements BudgetPort {
           : outcome.kind === 'failed_after_dispatch'
             ? { kind: 'failed_after_dispatch', failure: outcome.failure }
             : { kind: 'not_dispatched', reason: outcome.reason.slice(0, 1_024) },
+      // The right to settle this hold: the authority refuses a settle without one like an unknown hold.
+      ...(request.admission_proof === undefined
+        ? {}
+        : { admission_proof: request.admission_proof as SettleCommandDto['admission_proof'] }),
+      ...(request.token === undefined ? {} : { token: request.token }),
     };
     const reply: CommandReply<SettleReply> = await this.client.send<SettleReply>(
       'budget',
@@ -96,7 +130,13 @@ export class JetStreamBudgetPort implements BudgetPort {
       throw new SettleRefused(
         `the budget authority refused settle ${request.command_id} of hold ${request.hold_id}: ${reply.error.type}: ${reply.error.message}`,
       );
-    return { receipt: reply.value.receipt };
+    const receipt = reply.value.receipt;
+    // Not applied: the hold is unknown to this command (or it proved no right to it). The unit waits and retries.
+    if (receipt?.verdict === 'deny' && receipt.reason === 'hold is unknown' && (receipt.capability_id ?? null) === null)
+      throw new SettleRefused(
+        `the budget authority does not know hold ${request.hold_id} for settle ${request.command_id}`,
+      );
+    return { receipt };
   }
 
   private sendOptions() {
@@ -117,6 +157,8 @@ export function admitDecisionOf(reply: CommandReply<AdmitReply>): AdmitDecision 
       verdict: 'allow',
       ...(value.hold_id === undefined ? {} : { hold_id: value.hold_id }),
       ...(held === undefined ? {} : { hold_units: held }),
+      ...(value.dispatch === undefined ? {} : { dispatch: value.dispatch }),
+      ...(value.admission_proof === undefined ? {} : { admission_proof: value.admission_proof }),
     };
   }
   const retry = value.retry_after_ms;

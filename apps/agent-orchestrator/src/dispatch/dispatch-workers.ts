@@ -10,7 +10,7 @@ import {
   type ProviderGateway,
   type PriceTable,
 } from '@tally/orchestrator-application';
-import type { BackgroundTask } from '@tally/platform-app';
+import { DISPATCH_CONSUMER, type BackgroundTask } from '@tally/platform-app';
 import { PermanentFailure, startDurableConsumer } from '@tally/platform-jetstream';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
 import { liveEndOf } from '../gateway/live-end.js';
@@ -19,8 +19,8 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import { clock, CONFLICT_RETRIES_MAX, type OrchestratorRuntime } from '../orchestrator.runtime.js';
 import { AbortListener } from './abort-listener.js';
+import { dispatchCounters, ObservedGateway, registerWorkQueueGauges } from './dispatch-metrics.js';
 
-export const DISPATCH_CONSUMER = 'dispatch-workers';
 /** One attempt takes about four plan-and-act steps; the largest ceiling is 200 attempts. */
 const STEPS_MAX = 1_000;
 /** Fallback re-check of a unit's events during a call; the abort notification is the fast path. */
@@ -72,16 +72,24 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
       'consumers.ack_pending_max is below orchestrator.worker_concurrency; workers cannot fill their slots',
       { ack_pending_max: c.ack_pending_max, worker_concurrency: concurrency },
     );
+  const counters = dispatchCounters(ctx.metrics.registry);
   const worker = new DispatchWorker({
     repository: rt.repository,
-    gateway: deps.gateway,
+    gateway: new ObservedGateway(deps.gateway, counters),
     budget: deps.budget,
     prices: deps.prices,
     clock,
     jitter: Math.random,
     sleep,
     newId: randomUUID,
-    options: { stepsMax: STEPS_MAX, abortPollMs: ABORT_POLL_MS, conflictRetriesMax: CONFLICT_RETRIES_MAX },
+    options: {
+      stepsMax: STEPS_MAX,
+      abortPollMs: ABORT_POLL_MS,
+      conflictRetriesMax: CONFLICT_RETRIES_MAX,
+      // Two thirds of the ack wait: long enough to ride out a stream leader election (issue 9),
+      // short enough that the delivery is not handed to another worker meanwhile.
+      recordRetryMs: Math.floor((c.ack_wait_ms * 2) / 3),
+    },
   });
   const aborts = new AbortListener(nats.nc, rt.abortSubject);
   aborts.start();
@@ -115,6 +123,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
       error: (m, f) => logger.event('error', m, f),
     },
     handle: async ({ work_id, token, live }, msg) => {
+      counters.queueWait.observe(Math.max(0, Date.now() - msg.info.timestampNanos / 1e6) / 1000);
       const held = aborts.hold(work_id);
       // The delivery's ack deadline starts now; long calls tell the server the delivery is
       // still being worked, at most this often (a short unit sends no progress at all).
@@ -150,6 +159,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
       }
     },
   });
+  registerWorkQueueGauges(ctx.metrics.registry, nats.jsm, nats.names.workQueueStream, DISPATCH_CONSUMER);
   logger.event('info', 'dispatch workers running', {
     consumer: DISPATCH_CONSUMER,
     worker_concurrency: concurrency,

@@ -31,6 +31,14 @@ export function idempotentWorkId(tenantId: string, capabilityId: string, entrypo
   return `gw-${digest}`;
 }
 
+/**
+ * The longest retry-after a drop-in unit waits out itself. A caller's SDK holds the HTTP
+ * request and has its own retry policy, so a longer rate limit (the grant's
+ * requests_per_minute, a provider's long retry-after) is answered at once as a 429 with
+ * retry-after instead of holding the connection for up to a minute (ADR 0036).
+ */
+export const DROP_IN_RETRY_AFTER_WAIT_MS = 1_000;
+
 export class DropInGateway {
   constructor(
     private readonly rt: OrchestratorRuntime,
@@ -100,10 +108,13 @@ export class DropInGateway {
       tenant_id: call.caller.tenant_id,
       route,
       messages: request.messages.map(messageOf),
-      limits: limitsFor(
-        this.rt.ctx.config,
-        request.max_tokens === undefined ? undefined : { max_tokens: request.max_tokens },
-      ),
+      limits: {
+        ...limitsFor(
+          this.rt.ctx.config,
+          request.max_tokens === undefined ? undefined : { max_tokens: request.max_tokens },
+        ),
+        max_retry_after_ms: DROP_IN_RETRY_AFTER_WAIT_MS,
+      },
       entrypoint: call.entrypoint,
       ...optionsOf(request),
     });
@@ -112,9 +123,9 @@ export class DropInGateway {
       result.rejection.code === 'already_submitted'
         ? {
             kind: 'conflict',
-            code: 'idempotency_key_reused',
+            code: 'idempotency_conflict',
             field: 'idempotency-key',
-            message: 'This Idempotency-Key was used for a different request',
+            message: `Idempotency-Key ${JSON.stringify(call.idempotencyKey)} was already used with a different request`,
           }
         : { kind: 'invalid_request', message: result.rejection.message };
     return { ok: false as const, error };

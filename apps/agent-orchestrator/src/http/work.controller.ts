@@ -1,9 +1,10 @@
 // The public work API (http-api.md): submit, read status and receipt, abort. Each route
 // declares who may call it; reads and aborts are scoped to the caller in the query itself.
-import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { SubmitWorkDto } from '@tally/contracts';
 import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
 import { randomUUID } from 'node:crypto';
+import { idempotentWorkId } from '../gateway/drop-in-gateway.js';
 import { WorkReads, type WorkStatusBody } from '../work/work-reads.js';
 import { WorkSubmission, type WorkOwner } from '../work/work-submission.js';
 import { notFound, problemOf } from './rejections.js';
@@ -20,6 +21,27 @@ export function ownerOf(caller: Principal, bodyToken: string | undefined): WorkO
   return { token: caller.token, tenant_id: caller.tenant_id };
 }
 
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * Without a work_id, an Idempotency-Key names the unit (ADR 0016): the work id derives from
+ * the tenant, the capability, the endpoint and the key, and the work ledger keeps one unit per
+ * id, comparing a resubmission with what it holds. Two tenants' keys never meet.
+ */
+function keyedWorkId(caller: Principal, key: string | undefined): string | undefined {
+  if (key === undefined || caller.kind !== 'capability') return undefined;
+  if (!IDEMPOTENCY_KEY.test(key))
+    throw new ProblemException(400, 'validation', 'The request is invalid', [
+      { field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' },
+    ]);
+  return idempotentWorkId(caller.tenant_id, caller.capability_id, 'work', key);
+}
+
+function idempotencyConflict(key: string): ProblemException {
+  const message = `Idempotency-Key ${JSON.stringify(key)} was already used with a different request`;
+  return new ProblemException(409, 'idempotency_conflict', message, [{ field: 'Idempotency-Key', message }], message);
+}
+
 @Controller('v1/work')
 export class WorkController {
   constructor(
@@ -34,9 +56,13 @@ export class WorkController {
   async submit(
     @Body() body: SubmitWorkDto,
     @Caller() caller: Principal,
+    @Headers('idempotency-key') key: string | undefined,
   ): Promise<{ work_id: string; status: 'queued' }> {
-    const workId = body.work_id ?? randomUUID();
-    const outcome = await this.submission.submit(body, workId, ownerOf(caller, body.token));
+    const owner = ownerOf(caller, body.token);
+    const workId = body.work_id ?? keyedWorkId(caller, key) ?? randomUUID();
+    const outcome = await this.submission.submit(body, workId, owner);
+    if (!outcome.ok && outcome.rejection.code === 'already_submitted' && body.work_id === undefined && key)
+      throw idempotencyConflict(key);
     if (!outcome.ok) throw problemOf(outcome.rejection, workId);
     return { work_id: outcome.work_id, status: outcome.status };
   }

@@ -28,6 +28,9 @@ export class CapabilityGrants {
       registry: budgetEventRegistry(),
       publishTimeoutMs: config.nats.publish_timeout_ms,
       loadEventsMax: TREE_EVENTS_MAX,
+      // By direct get only (one round trip per commit, and cached per capability): the
+      // orchestrator's NATS user may read the budget stream but not create a consumer on it (ADR 0015).
+      directReadEventsMax: TREE_EVENTS_MAX,
       loadIdleTimeoutMs: config.nats.publish_timeout_ms,
     });
   }

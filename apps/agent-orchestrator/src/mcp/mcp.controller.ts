@@ -13,12 +13,14 @@ import type { Response } from '../gateway/express-response.js';
 import { CapabilityGrants, granted } from './capability-grants.js';
 import { ToolCalls } from './tool-calls.js';
 import { ToolServers } from './tool-servers.js';
+import { ceilingOf, SessionCeiling } from './session-ceiling.js';
 
 type CapabilityCaller = Extract<Principal, { kind: 'capability' }>;
 
 interface Session {
   readonly transport: StreamableHTTPServerTransport;
   readonly capabilityId: string;
+  readonly ceiling: SessionCeiling | undefined;
   caller: CapabilityCaller;
 }
 
@@ -52,7 +54,10 @@ export class McpController {
       return void res
         .status(404)
         .json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
-    const session = existing ?? (await this.open(caller));
+    const ceiling = existing ? existing.ceiling : ceilingOf(req.headers['x-tally-dispatch-ceiling']);
+    if (ceiling && 'invalid' in ceiling)
+      return void res.status(400).json({ jsonrpc: '2.0', error: { code: -32602, message: ceiling.invalid }, id: null });
+    const session = existing ?? (await this.open(caller, ceiling));
     if (!session)
       return void res
         .status(503)
@@ -61,7 +66,7 @@ export class McpController {
     await session.transport.handleRequest(req, res, req.body);
   }
 
-  private async open(caller: CapabilityCaller): Promise<Session | undefined> {
+  private async open(caller: CapabilityCaller, ceiling: SessionCeiling | undefined): Promise<Session | undefined> {
     if (this.sessions.size >= SESSIONS_MAX) return undefined;
     const server = new Server({ name: 'tally', version: '1' }, { capabilities: { tools: {} } });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -69,7 +74,7 @@ export class McpController {
       onsessioninitialized: (sid) => void this.sessions.set(sid, session),
       onsessionclosed: (sid) => void this.sessions.delete(sid),
     });
-    const session: Session = { transport, capabilityId: caller.capability_id, caller };
+    const session: Session = { transport, capabilityId: caller.capability_id, ceiling, caller };
     transport.onclose = () => {
       if (transport.sessionId) this.sessions.delete(transport.sessionId);
     };
@@ -89,6 +94,7 @@ export class McpController {
         name,
         tool,
         (request.params.arguments ?? {}) as Record<string, unknown>,
+        session.ceiling,
       );
     });
     await server.connect(transport);

@@ -11,6 +11,7 @@ import { LiveReply } from '../gateway/live-reply.js';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 import type { WorkSubmission } from '../work/work-submission.js';
 import type { ToolServers } from './tool-servers.js';
+import type { SessionCeiling } from './session-ceiling.js';
 
 export interface ToolCaller {
   readonly token: string;
@@ -42,9 +43,28 @@ export class ToolCalls {
     server: string,
     tool: string,
     args: Record<string, unknown>,
+    ceiling?: SessionCeiling,
   ): Promise<ToolResult> {
-    const config = this.servers.config(server)!;
     const workId = randomUUID();
+    if (ceiling && !ceiling.take())
+      return errorResult(`refused: the session's dispatch ceiling of ${ceiling.max} is reached`, {
+        'tally/work_id': workId,
+      });
+    const result = await this.run(caller, sessionId, server, tool, args, workId);
+    // Only a call that reached the tool server (an attempt) counts; an undecided one keeps its dispatch.
+    if (ceiling && result.dispatched === false) ceiling.giveBack();
+    return result.answer;
+  }
+
+  private async run(
+    caller: ToolCaller,
+    sessionId: string,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    workId: string,
+  ): Promise<{ answer: ToolResult; dispatched: boolean | undefined }> {
+    const config = this.servers.config(server)!;
     const { nats } = this.rt.ctx;
     const live = new LiveReply(nats.nc, nats.names.workLiveSubject(workId));
     try {
@@ -60,11 +80,16 @@ export class ToolCalls {
         entrypoint: 'mcp',
         options: { tool_call: { name: tool, arguments: args } },
       });
-      if (!submitted.ok) return errorResult(`refused: ${submitted.rejection.message}`, { 'tally/work_id': workId });
+      if (!submitted.ok)
+        return {
+          answer: errorResult(`refused: ${submitted.rejection.message}`, { 'tally/work_id': workId }),
+          dispatched: false,
+        };
       await nats.nc.flush();
       await this.submission.enqueue(workId, caller.token, 'end');
       const state = await this.waitForEnd(live, workId, config.timeout_ms + WAIT_MARGIN_MS);
-      return resultOf(workId, state);
+      const dispatched = state.attempts.length > 0 ? true : isTerminal(state) ? false : undefined;
+      return { answer: resultOf(workId, state), dispatched };
     } finally {
       live.close();
     }

@@ -4,8 +4,14 @@
 // into a retried "internal error" instead of a named-field answer.
 import { Module, type DynamicModule, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { streamLimitsOf, type BackgroundTask, type TallyConfig } from '@tally/platform-app';
-import { tallyStreamSpecs, type ReplyBucketLimits } from '@tally/platform-jetstream';
+import {
+  commandConcurrencyOf,
+  commandDeliveriesOf,
+  replyBucketLimitsOf,
+  streamLimitsOf,
+  type BackgroundTask,
+} from '@tally/platform-app';
+import { tallyStreamSpecs } from '@tally/platform-jetstream';
 import { JetStreamCommandServer, type JetStreamCommandServerOptions } from '@tally/platform-nest';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 import { WorkSubmission } from '../work/work-submission.js';
@@ -13,22 +19,7 @@ import { WorkCommandsController } from './work-commands.controller.js';
 import type { CapabilityTokenVerifier } from '@tally/directory-service';
 import { CAPABILITY_TOKENS } from '../http/work-scope.js';
 
-const CONCURRENCY_MAX = 64;
 const DRAIN_TIMEOUT_MS = 10_000;
-
-/**
- * The reply cache is one bucket shared with the budget authority, which verifies its
- * settings at start-up, so both services must derive the same limits from config
- * (the authority's derivation: 24 h TTL, at most 256 MiB, values up to one message).
- */
-export function replyCacheLimitsOf(config: TallyConfig): ReplyBucketLimits {
-  return {
-    ttlMs: Math.max(24 * 3_600_000, config.streams.duplicate_window_ms),
-    replicas: config.streams.replicas,
-    maxBytes: Math.min(256 * 1024 * 1024, config.streams.queue_max_bytes),
-    maxValueSizeBytes: config.streams.max_msg_size_bytes,
-  };
-}
 
 @Module({})
 class WorkCommandsModule {
@@ -48,19 +39,21 @@ export function submissionServerOptions(rt: OrchestratorRuntime): JetStreamComma
   const { config, nats } = rt.ctx;
   const specs = tallyStreamSpecs(nats.names, streamLimitsOf(config));
   const c = config.consumers;
+  // The consumer's limits come from the topology, which `tally provision` creates it with.
+  const concurrencyMax = commandConcurrencyOf(config, 'work');
   return {
     connection: nats.nc,
     names: nats.names,
     service: 'work',
     commandsStream: specs.find((s) => s.name === nats.names.commandsStream)!,
     deadLetterStream: specs.find((s) => s.name === nats.names.deadLetterStream)!,
-    replyCache: replyCacheLimitsOf(config),
+    replyCache: replyBucketLimitsOf(config),
     consumer: {
       ackWaitMs: c.ack_wait_ms,
-      deliveriesMax: Math.max(2, c.deliveries_max),
-      ackPendingMax: Math.max(c.ack_pending_max, CONCURRENCY_MAX),
-      fetchBatch: Math.min(c.fetch_batch, CONCURRENCY_MAX),
-      concurrencyMax: CONCURRENCY_MAX,
+      deliveriesMax: commandDeliveriesOf(config),
+      ackPendingMax: Math.max(c.ack_pending_max, concurrencyMax),
+      fetchBatch: Math.min(c.fetch_batch, concurrencyMax),
+      concurrencyMax,
       pullExpiresMs: 5_000,
       idleHeartbeatMs: 2_000,
       workingIntervalMs: Math.min(c.working_interval_ms, Math.floor(c.ack_wait_ms / 2)),

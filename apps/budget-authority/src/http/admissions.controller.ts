@@ -3,6 +3,7 @@
 // second Admit with an already admitted request id is a replay and is denied (B7).
 import { Body, Controller, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { AdmissionProofDto, AdmitCommandDto, IsMoney, SettleCommandDto, type WireMoney } from '@tally/contracts';
+import { HOLD_UNKNOWN, type AdmissionProof, type HoldAuthorization } from '@tally/budget-application';
 import type { PublishedKeys } from '@tally/directory-service';
 import { Access, Caller, hasRole, possessionRefused, SubjectSigned, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
@@ -10,7 +11,8 @@ import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
-import { freshCommandId } from './http-support.js';
+import { freshCommandId, notFound } from './http-support.js';
+import { Idempotency, type IdempotentCall } from './idempotency.js';
 
 export const PUBLISHED_KEYS = Symbol('PUBLISHED_KEYS');
 
@@ -30,7 +32,16 @@ export class AdmissionsController {
   constructor(
     @Inject(AUTHORITY_PORT) private readonly authority: AuthorityPort,
     @Inject(PUBLISHED_KEYS) private readonly keys: PublishedKeys,
+    @Inject(Idempotency) private readonly idempotency: Idempotency,
   ) {}
+
+  /**
+   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0016), else a
+   * fresh one. Asked only once the call passed validation, so a refused call never uses up a key.
+   */
+  private async commandIdOf(call: Omit<IdempotentCall, 'caller'>, caller: Principal): Promise<string> {
+    return freshCommandId(undefined, await this.idempotency.commandId({ ...call, caller }));
+  }
 
   @Post('admissions')
   @HttpCode(200)
@@ -42,9 +53,12 @@ export class AdmissionsController {
     @Caller() caller: Principal,
   ) {
     const bearer = caller.kind === 'capability' ? caller.token : undefined;
-    const mapped = toAdmitCommand(body, freshCommandId(key), bearer);
+    const mapped = toAdmitCommand(body, '', bearer);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
-    return decisionToWire(await this.authority.admit(mapped.command));
+    const call = { endpoint: 'POST /v1/admissions', key, request: body, proofScope: 'none' };
+    return decisionToWire(
+      await this.authority.admit({ ...mapped.command, command_id: await this.commandIdOf(call, caller) }),
+    );
   }
 
   @Post('settlements')
@@ -55,11 +69,12 @@ export class AdmissionsController {
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
   ) {
-    if (!hasRole(caller, 'issuer') && !this.provesAdmission(body.admission_proof, body.hold_id))
-      throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
-    const mapped = toSettleCommand(body, freshCommandId(key));
+    const authorization = this.holdAuthorization(caller, body.hold_id, body.admission_proof);
+    const mapped = toSettleCommand(body, '', authorization);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
-    const result = await this.authority.settle(mapped.command);
+    const call = { endpoint: 'POST /v1/settlements', key, request: body, proofScope: `hold:${body.hold_id}` };
+    const result = await this.authority.settle({ ...mapped.command, command_id: await this.commandIdOf(call, caller) });
+    if (unknownToCaller(result.receipt)) throw notFound('hold', body.hold_id);
     return wireJson({ receipt: result.receipt });
   }
 
@@ -73,10 +88,13 @@ export class AdmissionsController {
     @Headers('idempotency-key') key: string | undefined,
     @Caller() caller: Principal,
   ) {
-    if (!hasRole(caller, 'issuer') && !this.provesAdmission(body.admission_proof, holdId))
-      throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
-    const command = toIncreaseCommand({ hold_id: holdId, ...body }, freshCommandId(key));
-    return wireJson(await this.authority.increase(command));
+    const authorization = this.holdAuthorization(caller, holdId, body.admission_proof);
+    const request = { hold_id: holdId, ...body };
+    const call = { endpoint: 'POST /v1/holds/{id}/increase', key, request, proofScope: `hold:${holdId}` };
+    const command = toIncreaseCommand(request, await this.commandIdOf(call, caller), authorization);
+    const result = await this.authority.increase(command);
+    if (unknownToCaller(result.receipt)) throw notFound('hold', holdId);
+    return wireJson(result);
   }
 
   /** Additive: a tool server consumes a nonce it was handed; false when invalid, expired or already consumed. */
@@ -88,9 +106,36 @@ export class AdmissionsController {
     return { redeemed: await this.authority.redeemNonce(body.execution_nonce) };
   }
 
+  /**
+   * Who asks to act on a hold (http-api.md, Credentials): the hold's admission proof, an
+   * issuer or admin (its tenant is checked against the hold by the authority), or the token
+   * of the capability the hold was admitted on. A proof that does not verify for this hold
+   * is answered like an unknown hold at once, without a command; a reader may not settle;
+   * no credential at all is a 401.
+   */
+  private holdAuthorization(
+    caller: Principal,
+    holdId: string,
+    proof: AdmissionProofDto | undefined,
+  ): HoldAuthorization {
+    if (proof !== undefined) {
+      if (!this.provesAdmission(proof, holdId)) throw notFound('hold', holdId);
+      return { kind: 'admission_proof', proof: proof as unknown as AdmissionProof };
+    }
+    if (hasRole(caller, 'issuer'))
+      return caller.role === 'admin' ? { kind: 'operator' } : { kind: 'operator', tenant_id: caller.tenant_id };
+    if (caller.kind === 'capability') return { kind: 'capability_token', token: caller.token };
+    throw possessionRefused(caller, "an issuer key, the hold's admission_proof or its capability token");
+  }
+
   /** A proof the authority signed for exactly this hold. */
-  private provesAdmission(proof: AdmissionProofDto | undefined, holdId: string): boolean {
-    if (proof === undefined || proof.claims['hold_id'] !== holdId) return false;
+  private provesAdmission(proof: AdmissionProofDto, holdId: string): boolean {
+    if (proof.claims['hold_id'] !== holdId) return false;
     return this.keys.verify(proof.claims, proof.signature, proof.key_id);
   }
+}
+
+/** The authority's answer for a hold that is missing or not the caller's: the same 404 for both. */
+function unknownToCaller(receipt: { verdict: string; reason?: string | null; capability_id?: string | null }): boolean {
+  return receipt.verdict === 'deny' && receipt.reason === HOLD_UNKNOWN && (receipt.capability_id ?? null) === null;
 }

@@ -2,16 +2,17 @@
 // capability: usage per grant and its mutation events newest first (B18).
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { moneyToWire, IssueCapabilityDto, RevokeCapabilityDto } from '@tally/contracts';
-import { Access, Caller, possessionRefused, type Principal, type SignedRequest } from '@tally/platform-auth';
+import { Access, Caller, type Principal, type SignedRequest } from '@tally/platform-auth';
 import { rootOfCapability } from '@tally/budget-application';
 import { BudgetQueries } from '@tally/budget-projections';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { toIssueCommand, wireJson } from '../command-mapping.js';
-import { CapabilityAccess } from './capability-access.js';
+import { budgetScopeOf, CapabilityAccess } from './capability-access.js';
 import { Freshness } from './freshness.js';
-import { commandIdFrom, notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
+import { Idempotency } from './idempotency.js';
+import { notFound, refused, staleHeader, type HeaderSink } from './http-support.js';
 
 export const EVENTS_LIMIT_MAX = 1_000;
 const EVENTS_LIMIT_DEFAULT = 100;
@@ -43,12 +44,8 @@ export class CapabilitiesController {
     @Inject(BudgetQueries) private readonly queries: BudgetQueries,
     @Inject(Freshness) private readonly freshness: Freshness,
     @Inject(CapabilityAccess) private readonly access: CapabilityAccess,
+    @Inject(Idempotency) private readonly idempotency: Idempotency,
   ) {}
-
-  /** A capability token sees only its own capability: another one is as unknown as a missing one. */
-  private readable(caller: Principal, id: string): void {
-    if (!this.access.mayRead(caller, id)) throw notFound('capability', id);
-  }
 
   @Post()
   @HttpCode(201)
@@ -59,10 +56,18 @@ export class CapabilitiesController {
     @Caller() caller: Principal,
     @Req() req: SignedRequest,
   ) {
+    // A delegation belongs to its parent's tenant (the domain sees to it); a root to the issuer's.
+    let tenant: string | undefined;
     if (body.parent_id !== undefined) await this.access.mayDelegate(caller, body.parent_id, body.parent_token, req);
-    else if (caller.kind !== 'operator' || caller.role === 'reader')
-      throw possessionRefused(caller, 'an issuer key (or, to delegate, parent_id with the parent_token)');
-    const out = await this.authority.issue(toIssueCommand(body, commandIdFrom(key)));
+    else tenant = this.access.issuingTenant(caller, body.tenant_id);
+    const commandId = await this.idempotency.commandId({
+      endpoint: 'POST /v1/capabilities',
+      key,
+      caller,
+      request: body,
+      proofScope: `capability:${body.parent_id}`,
+    });
+    const out = await this.authority.issue(toIssueCommand(body, commandId, tenant));
     if (!out.ok) throw refused(out.rejection);
     return wireJson(out.value);
   }
@@ -80,9 +85,8 @@ export class CapabilitiesController {
   @Get(':id')
   @Access('reader', 'capability')
   async capability(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
-    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const capability = await this.queries.capability(id);
+    const capability = await this.queries.capability(id, budgetScopeOf(caller));
     if (!capability) throw notFound('capability', id);
     const time = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     const { issued_at_ms, expires_at_ms, revoked_at_ms, ...rest } = capability;
@@ -103,9 +107,8 @@ export class CapabilitiesController {
     @Res({ passthrough: true }) res: HeaderSink,
     @Caller() caller: Principal,
   ) {
-    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const grants = await this.queries.usage(id);
+    const grants = await this.queries.usage(id, budgetScopeOf(caller));
     if (grants.length === 0) throw notFound('capability', id);
     // A grant with a reset shows its period (the current one, or the one asked for) and that period's figures.
     const period = query.period ?? 'current';
@@ -123,10 +126,10 @@ export class CapabilitiesController {
     @Res({ passthrough: true }) res: HeaderSink,
     @Caller() caller: Principal,
   ) {
-    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    if (!(await this.queries.capability(id))) throw notFound('capability', id);
-    const events = await this.queries.mutations(id, query.grant_index, query.limit ?? EVENTS_LIMIT_DEFAULT);
+    const scope = budgetScopeOf(caller);
+    if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    const events = await this.queries.mutations(id, query.grant_index, query.limit ?? EVENTS_LIMIT_DEFAULT, scope);
     return {
       events: events.map(({ occurred_at_ms, exposed_delta_units, realized_delta_units, ...rest }) => ({
         ...rest,
@@ -146,9 +149,9 @@ export class CapabilitiesController {
     @Res({ passthrough: true }) res: HeaderSink,
     @Caller() caller: Principal,
   ) {
-    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const holds = await this.queries.holds(id, query.status === undefined ? undefined : [query.status]);
+    const statuses = query.status === undefined ? undefined : [query.status];
+    const holds = await this.queries.holds(id, statuses, budgetScopeOf(caller));
     return {
       holds: holds.map((h) => ({
         hold_id: h.holdId,
@@ -168,9 +171,8 @@ export class CapabilitiesController {
   @Get(':id/ambiguities')
   @Access('reader', 'capability')
   async ambiguities(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
-    this.readable(caller, id);
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const rows = await this.queries.ambiguities(id);
+    const rows = await this.queries.ambiguities(id, budgetScopeOf(caller));
     return {
       ambiguities: rows.map((a) => ({
         ambiguity_id: a.ambiguityId,

@@ -20,8 +20,9 @@ export function commandIdFrom(key: string | undefined): string | undefined {
   return `http-${key}`;
 }
 
-export function freshCommandId(key: string | undefined): string {
-  return commandIdFrom(key) ?? `http-${randomUUID()}`;
+/** `recorded` is the command id an Idempotency-Key recorded (ADR 0016); without one, a new command. */
+export function freshCommandId(key: string | undefined, recorded?: string): string {
+  return recorded ?? commandIdFrom(key) ?? `http-${randomUUID()}`;
 }
 
 const NOT_FOUND = new Set(['capability_unknown', 'parent_unknown', 'hold_unknown']);

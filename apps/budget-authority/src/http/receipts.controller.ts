@@ -4,14 +4,9 @@ import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import { IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { rootOfReceiptId } from '@tally/budget-application';
-import {
-  BudgetQueries,
-  formatReceiptCursor,
-  parseReceiptCursor,
-  type ReceiptRow,
-  type ReceiptView,
-} from '@tally/budget-projections';
-import { Access, Caller, DEFAULT_TENANT, readScopeOf, type Principal } from '@tally/platform-auth';
+import { BudgetQueries, formatReceiptCursor, parseReceiptCursor, type ReceiptRow } from '@tally/budget-projections';
+import { Access, Caller, type Principal } from '@tally/platform-auth';
+import { budgetScopeOf } from './capability-access.js';
 import { Freshness } from './freshness.js';
 import { notFound, staleHeader, type HeaderSink } from './http-support.js';
 
@@ -29,23 +24,6 @@ export class ReceiptsQueryDto {
   @Matches(/^\d{1,15}\.\d{1,6}$/, { message: 'after must be the next_after of a previous page' })
   after?: string;
   @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(RECEIPTS_PAGE_MAX) limit?: number;
-}
-
-/** A capability token reads the receipts of its own capability only. */
-function visibleTo(caller: Principal, receipt: ReceiptView): boolean {
-  return caller.kind !== 'capability' || receipt.body['capability_id'] === caller.capability_id;
-}
-
-/**
- * What a listing may show the caller, as a query condition. Capabilities carry no tenant in
- * the projection yet, so every tree belongs to the tenant `default`: a key of another tenant
- * sees none of them, and a capability token only its own capability's receipts.
- */
-function scopeOf(caller: Principal): { capabilityId?: string; visible: boolean } | undefined {
-  const scope = readScopeOf(caller);
-  const visible = scope.tenant_id === undefined || scope.tenant_id === DEFAULT_TENANT;
-  if (scope.tenant_id === undefined && scope.capability_id === undefined) return undefined;
-  return { visible, ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }) };
 }
 
 function servedReceipt(row: ReceiptRow): Record<string, unknown> {
@@ -69,7 +47,7 @@ export class ReceiptsController {
   @Access('reader', 'capability')
   async receipts(@Query() query: ReceiptsQueryDto, @Caller() caller: Principal) {
     if (query.request_id !== undefined) {
-      const receipts = (await this.queries.receiptsOfRequest(query.request_id)).filter((r) => visibleTo(caller, r));
+      const receipts = await this.queries.receiptsOfRequest(query.request_id, budgetScopeOf(caller));
       return { receipts: receipts.map((r) => ({ ...r.body, signature: r.signature, key_id: r.key_id })) };
     }
     const after = query.after === undefined ? undefined : parseReceiptCursor(query.after);
@@ -78,7 +56,7 @@ export class ReceiptsController {
       ...(query.since === undefined ? {} : { sinceMs: Date.parse(query.since) }),
       ...(after === undefined ? {} : { after }),
       limit: query.limit ?? RECEIPTS_PAGE_DEFAULT,
-      scope: scopeOf(caller),
+      scope: budgetScopeOf(caller),
       count: after === undefined,
     });
     return {
@@ -93,8 +71,8 @@ export class ReceiptsController {
   async receipt(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
     const root = rootOfReceiptId(id);
     if (root !== undefined) staleHeader(res, await this.freshness.awaitTree(root));
-    const receipt = await this.queries.receipt(id);
-    if (!receipt || !visibleTo(caller, receipt)) throw notFound('receipt', id);
+    const receipt = await this.queries.receipt(id, budgetScopeOf(caller));
+    if (!receipt) throw notFound('receipt', id);
     return { ...receipt.body, signature: receipt.signature, key_id: receipt.key_id };
   }
 }

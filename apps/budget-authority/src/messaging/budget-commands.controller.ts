@@ -7,6 +7,7 @@ import { Controller, Inject, UsePipes } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { AdmitCommandDto, IncreaseHoldDto, SettleCommandDto } from '@tally/contracts';
 import { commandValidationPipe, refuseWhenFull, validationError, type CommandContext } from '@tally/platform-nest';
+import { authorizationFromWire } from '@tally/budget-application';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 
@@ -25,7 +26,8 @@ export class BudgetCommandsController {
   @MessagePattern('settle')
   @UsePipes(commandValidationPipe())
   async settle(@Payload() body: SettleCommandDto, @Ctx() ctx: CommandContext): Promise<unknown> {
-    const mapped = toSettleCommand(body, ctx.getCommandId());
+    // A command proves its right to the hold with what it carries; a refusal is answered as an unknown hold.
+    const mapped = toSettleCommand(body, ctx.getCommandId(), authorizationFromWire(body));
     if (!mapped.ok) throw new RpcException(validationError(mapped.errors));
     const result = await refuseWhenFull(() => this.authority.settle(mapped.command));
     return wireJson({ receipt: result.receipt });
@@ -35,6 +37,7 @@ export class BudgetCommandsController {
   @MessagePattern('increase')
   @UsePipes(commandValidationPipe())
   async increase(@Payload() body: IncreaseHoldDto, @Ctx() ctx: CommandContext): Promise<unknown> {
-    return wireJson(await refuseWhenFull(() => this.authority.increase(toIncreaseCommand(body, ctx.getCommandId()))));
+    const command = toIncreaseCommand(body, ctx.getCommandId(), authorizationFromWire(body));
+    return wireJson(await refuseWhenFull(() => this.authority.increase(command)));
   }
 }

@@ -6,7 +6,7 @@
 import { Module, type DynamicModule, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { BackgroundTask, HostContext } from '@tally/platform-app';
-import { streamLimitsOf } from '@tally/platform-app';
+import { commandConcurrencyOf, commandDeliveriesOf, replyBucketLimitsOf, streamLimitsOf } from '@tally/platform-app';
 import { tallyStreamSpecs } from '@tally/platform-jetstream';
 import {
   CoreCommandServer,
@@ -21,8 +21,6 @@ export interface CommandServerLimits {
   readonly concurrencyMax: number;
   /** Core requests waiting for a handler slot before more are answered `unavailable`. */
   readonly waitingMax: number;
-  readonly replyCacheTtlMs: number;
-  readonly replyCacheMaxBytes: number;
   readonly drainTimeoutMs: number;
 }
 
@@ -41,22 +39,18 @@ export function commandServerOptions(ctx: HostContext, limits: CommandServerLimi
   const names = ctx.nats.names;
   const specs = tallyStreamSpecs(names, streamLimitsOf(ctx.config));
   const c = ctx.config.consumers;
-  const concurrencyMax = Math.max(limits.concurrencyMax, c.fetch_batch);
+  // The consumer's and the reply cache's limits come from the topology, which `tally provision` creates them with.
+  const concurrencyMax = commandConcurrencyOf(ctx.config, 'budget');
   return {
     connection: ctx.nats.nc,
     names,
     service: 'budget',
     commandsStream: specs.find((s) => s.name === names.commandsStream)!,
     deadLetterStream: specs.find((s) => s.name === names.deadLetterStream)!,
-    replyCache: {
-      ttlMs: Math.max(limits.replyCacheTtlMs, ctx.config.streams.duplicate_window_ms),
-      replicas: ctx.config.streams.replicas,
-      maxBytes: limits.replyCacheMaxBytes,
-      maxValueSizeBytes: ctx.config.streams.max_msg_size_bytes,
-    },
+    replyCache: replyBucketLimitsOf(ctx.config),
     consumer: {
       ackWaitMs: c.ack_wait_ms,
-      deliveriesMax: Math.max(2, c.deliveries_max),
+      deliveriesMax: commandDeliveriesOf(ctx.config),
       ackPendingMax: Math.max(c.ack_pending_max, concurrencyMax),
       fetchBatch: c.fetch_batch,
       concurrencyMax,

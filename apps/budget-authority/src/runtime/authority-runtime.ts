@@ -4,15 +4,17 @@
 // named. One instance per process: it holds the per-tree cache and queue.
 import { randomBytes } from 'node:crypto';
 import {
-  BudgetAuthority,
+  type BudgetAuthority,
   budgetEventRegistry,
   type BudgetAuthorityLimits,
   type PaymentRail,
+  type Signer,
 } from '@tally/budget-application';
-import { Ed25519Signer, SimulatedPaymentRail } from '@tally/budget-infrastructure';
+import { Ed25519Signer, SigningKeyring, SimulatedPaymentRail } from '@tally/budget-infrastructure';
 import type { HostContext, TallyConfig } from '@tally/platform-app';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
 import type { AuthorityExtras } from './authority-extras.js';
+import { authorityCounters, MeteredBudgetAuthority, registerLedgerGauges } from './authority-metrics.js';
 import { ConfigurableAdmissionHook } from './configurable-admission-hook.js';
 import { faultTargets, type FaultTargets } from './fault-targets.js';
 import { SwitchableEventStore } from './switchable-event-store.js';
@@ -52,6 +54,11 @@ export function authoritySigner(config: TallyConfig): Ed25519Signer {
   return a.signing_key ? Ed25519Signer.fromSeed(a.signing_key) : Ed25519Signer.loadOrCreate(a.signing_key_path);
 }
 
+/** The boot key and the keyring directory's keys (ADR 0014). */
+export function authorityKeyring(config: TallyConfig): SigningKeyring {
+  return SigningKeyring.open(authoritySigner(config), config.authority.keyring_dir);
+}
+
 /** Delegates to the current simulated rail, so a test can start over with a fresh one. */
 class RailSwitch implements PaymentRail {
   constructor(public current: SimulatedPaymentRail) {}
@@ -62,11 +69,7 @@ class RailSwitch implements PaymentRail {
   settlementState: PaymentRail['settlementState'] = (reference) => this.current.settlementState(reference);
 }
 
-export function buildAuthorityRuntime(
-  ctx: HostContext,
-  signer: Ed25519Signer,
-  extras: AuthorityExtras,
-): AuthorityRuntime {
+export function buildAuthorityRuntime(ctx: HostContext, signer: Signer, extras: AuthorityExtras): AuthorityRuntime {
   const names = ctx.nats.names;
   const jetStreamStore = new JetStreamEventStore(ctx.nats.js, ctx.nats.jsm, {
     stream: names.budgetEventsStream,
@@ -79,7 +82,7 @@ export function buildAuthorityRuntime(
   const newRail = () => new SimulatedPaymentRail({ mode: ctx.config.authority.payment_mode });
   const rail = new RailSwitch(newRail());
   const hook = new ConfigurableAdmissionHook();
-  const authority = new BudgetAuthority(
+  const authority = new MeteredBudgetAuthority(
     {
       store,
       subjectOf: (rootId) => names.budgetEventSubject(rootId),
@@ -90,7 +93,9 @@ export function buildAuthorityRuntime(
       hook,
     },
     authorityLimits(ctx.config),
+    authorityCounters(ctx.metrics.registry),
   );
+  registerLedgerGauges(ctx.metrics.registry, ctx.dataSource, ctx.nats.jsm, names.budgetEventsStream);
   const faults = extras.faultInjection
     ? faultTargets(
         () => rail.current,

@@ -72,6 +72,8 @@ export class CapabilityIssuedDto {
   @IsString() @Id() capability_id!: string;
   @IsString() @Id() root_id!: string;
   @IsOptional() @IsString() @Id() parent_id?: string;
+  /** Absent on events recorded before tenants existed (the tenant `default`). */
+  @IsOptional() @IsString() @Id() tenant_id?: string;
   @IsString() subject_public_key!: string;
   @IsOptional() @IsIn(['subject_key']) bind?: 'subject_key';
   @IsInt() @Ms() issued_at_ms!: number;

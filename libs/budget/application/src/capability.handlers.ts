@@ -4,12 +4,14 @@ import { createHash } from 'node:crypto';
 import { moneyToWire } from '@tally/contracts';
 import {
   committedOf,
+  DEFAULT_TENANT_ID,
   listMutations,
   usageOf,
   type Capability,
   type Grant,
   type MutationRecord,
   type Rejection,
+  tenantOfCapability,
   type TreeState,
 } from '@tally/budget-domain';
 import { rootOfCapability, type AuthorityContext } from './authority-context.js';
@@ -25,12 +27,15 @@ export interface IssueCapabilityCommand {
   readonly grants: readonly Grant[];
   /** With a parent this is a delegation, and it only narrows. */
   readonly parent_id?: string;
+  /** The tenant of a root capability (default `default`); a delegation takes its parent's. */
+  readonly tenant_id?: string;
   readonly budget_share_units?: bigint;
 }
 
 export interface IssuedCapability {
   readonly id: string;
   readonly root_id: string;
+  readonly tenant_id: string;
   readonly token: string;
   readonly expires_at: string;
   readonly grants: readonly WireGrant[];
@@ -65,7 +70,9 @@ export async function issueCapability(
       type: 'IssueCapability',
       capability_id: id,
       root_id: rootId,
-      ...(cmd.parent_id === undefined ? {} : { parent_id: cmd.parent_id }),
+      ...(cmd.parent_id === undefined
+        ? { tenant_id: cmd.tenant_id ?? DEFAULT_TENANT_ID }
+        : { parent_id: cmd.parent_id }),
       subject_public_key: cmd.subject_public_key,
       ...(cmd.bind === undefined ? {} : { bind: cmd.bind }),
       expires_at_ms: nowMs + ttlMs,
@@ -90,6 +97,8 @@ export function describeIssued(ctx: AuthorityContext, capability: Capability): I
     id: capability.id,
     root_id: capability.root_id,
     ...(capability.parent_id === undefined ? {} : { parent_id: capability.parent_id }),
+    // Absent on capabilities from before tenants, so their retried issue seals the identical token.
+    ...(capability.tenant_id === undefined ? {} : { tenant_id: capability.tenant_id }),
     subject_public_key: capability.subject_public_key,
     ...(capability.bind === undefined ? {} : { bind: capability.bind }),
     issued_at_ms: capability.issued_at_ms,
@@ -100,6 +109,7 @@ export function describeIssued(ctx: AuthorityContext, capability: Capability): I
   return {
     id: capability.id,
     root_id: capability.root_id,
+    tenant_id: tenantOfCapability(capability),
     token: sealToken(ctx.signer, 'c1', claims),
     expires_at: new Date(capability.expires_at_ms).toISOString(),
     grants,

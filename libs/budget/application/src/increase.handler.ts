@@ -4,10 +4,11 @@
 // and a re-sent command id gets the receipt its tree recorded.
 import { moneyToWire } from '@tally/contracts';
 import type { Hold } from '@tally/budget-domain';
-import { Reasons, rootOfCapability, type AuthorityContext } from './authority-context.js';
+import { Reasons, rootOfCapability, UNVERIFIED_TREE, type AuthorityContext } from './authority-context.js';
+import { mayActOnHold, type HoldAuthorization } from './hold-authorization.js';
 import { answeredCommand, signedReceipt, type SignedReceipt } from './receipts.js';
 import { writeReceipt, type ReceiptFields } from './receipt-writer.js';
-import { capabilityOfHold } from './settle.handler.js';
+import { capabilityOfHold, HOLD_UNKNOWN } from './settle.handler.js';
 
 export interface IncreaseCommand {
   readonly command_id: string;
@@ -15,6 +16,8 @@ export interface IncreaseCommand {
   readonly amount_units: bigint;
   /** More worst-case tokens for the call (tokens_per_minute). */
   readonly tokens?: number;
+  /** Who asks (http-api.md, Credentials); without one that covers the hold, it is unknown to the caller. */
+  readonly authorization: HoldAuthorization | undefined;
 }
 
 export interface IncreaseResult {
@@ -32,11 +35,14 @@ export const HOLD_INCREASES_MAX_DEFAULT = 4;
 
 export async function increaseHold(ctx: AuthorityContext, cmd: IncreaseCommand): Promise<IncreaseResult> {
   const capabilityId = capabilityOfHold(cmd.hold_id);
-  const rootId = capabilityId === undefined ? '_unverified' : rootOfCapability(capabilityId);
+  const rootId = capabilityId === undefined ? UNVERIFIED_TREE : rootOfCapability(capabilityId);
   const state = await ctx.trees.read(rootId);
-  const answered = answeredCommand(state, cmd.command_id);
-  if (answered) return resultOf(cmd.hold_id, signedReceipt(answered), state.holds.get(cmd.hold_id));
-  const hold = state.holds.get(cmd.hold_id);
+  const found = state.holds.get(cmd.hold_id);
+  // A hold this caller may not act on is as unknown as a missing one, and its refusal is kept apart (see settle).
+  const hold = found && mayActOnHold(ctx, state, found, cmd.authorization) ? found : undefined;
+  const tree = hold ? rootId : UNVERIFIED_TREE;
+  const answered = answeredCommand(hold ? state : await ctx.trees.read(UNVERIFIED_TREE), cmd.command_id);
+  if (answered) return resultOf(cmd.hold_id, signedReceipt(answered), hold);
   const fields = (verdict: 'allow' | 'deny', reason: string): ReceiptFields => ({
     kind: 'increase',
     verdict,
@@ -60,22 +66,24 @@ export async function increaseHold(ctx: AuthorityContext, cmd: IncreaseCommand):
       financial: {},
     },
   });
-  const facts = hold
-    ? [
-        {
-          type: 'IncreaseHold' as const,
-          hold_id: cmd.hold_id,
-          command_id: cmd.command_id,
-          amount_units: cmd.amount_units,
-          ...(cmd.tokens === undefined ? {} : { tokens: cmd.tokens }),
-          increases_max: ctx.limits.holdIncreasesMax ?? HOLD_INCREASES_MAX_DEFAULT,
-          now_ms: ctx.clock.nowMs(),
-        },
-      ]
-    : [];
-  let written = hold
-    ? await writeReceipt(ctx, rootId, cmd.command_id, fields('allow', Reasons.increased), facts)
-    : await writeReceipt(ctx, rootId, cmd.command_id, fields('deny', 'hold is unknown'), []);
+  if (!hold) {
+    const written = await writeReceipt(ctx, tree, cmd.command_id, fields('deny', HOLD_UNKNOWN), []);
+    if (written.kind === 'rejected')
+      throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
+    return resultOf(cmd.hold_id, written.receipt, undefined);
+  }
+  const facts = [
+    {
+      type: 'IncreaseHold' as const,
+      hold_id: cmd.hold_id,
+      command_id: cmd.command_id,
+      amount_units: cmd.amount_units,
+      ...(cmd.tokens === undefined ? {} : { tokens: cmd.tokens }),
+      increases_max: ctx.limits.holdIncreasesMax ?? HOLD_INCREASES_MAX_DEFAULT,
+      now_ms: ctx.clock.nowMs(),
+    },
+  ];
+  let written = await writeReceipt(ctx, rootId, cmd.command_id, fields('allow', Reasons.increased), facts);
   if (written.kind === 'rejected')
     written = await writeReceipt(ctx, rootId, cmd.command_id, fields('deny', written.rejection.message), []);
   if (written.kind === 'rejected')

@@ -16,4 +16,5 @@ export * from './settle.handler.js';
 export * from './expire.handler.js';
 export * from './reconcile.handler.js';
 export * from './increase.handler.js';
+export * from './hold-authorization.js';
 export * from './usage-periods.js';

@@ -64,11 +64,18 @@ export interface PublicKeyDescription {
   readonly public_key: string;
 }
 
-/** Signs canonical JSON of a value. Deterministic, so a replayed receipt re-signs identically. */
+/**
+ * Signs canonical JSON of a value. Deterministic, so a replayed receipt re-signs identically.
+ * Keys rotate (ADR 0014): `keyId` is the key new signatures use now, and a body that names its
+ * key_id is signed with `sign(body, body.key_id)`, so a rotation between reading the id and
+ * signing never yields a body that names one key and a signature by another.
+ */
 export interface Signer {
   readonly keyId: string;
-  sign(value: unknown): string;
+  sign(value: unknown, keyId?: string): string;
   verify(value: unknown, signature: string, keyId: string): boolean;
+  /** Whether `keyId` is still accepted (published, not retired): a remembered verification ends with its key. */
+  accepts?(keyId: string): boolean;
   publicKeys(): PublicKeyDescription[];
 }
 

@@ -49,7 +49,7 @@ export async function writeReceipt(
   let sent: SignedReceipt | undefined;
   const plan = (state: TreeState): BudgetCommand[] => {
     sent = seal(nextChainFields(state, fields.capability_id));
-    return [...facts, recordOf(sent, commandId, extras, nowMs, ctx.signer.keyId)];
+    return [...facts, recordOf(sent, commandId, extras, nowMs, sent.key_id)];
   };
   const receiptEventId = EventIds.receipt(id);
   for (let attempt = 1; attempt <= ctx.limits.receiptAppendAttemptsMax; attempt++) {
@@ -80,7 +80,7 @@ function sealer(ctx: AuthorityContext, base: ReceiptBody): (chain: ChainFields) 
   return (chain) => {
     if (last?.chain_index === chain.chain_index && last.prev_hash === chain.prev_hash) return last;
     const body: ReceiptBody = { ...base, ...chain };
-    last = { ...body, signature: ctx.signer.sign(body) };
+    last = { ...body, signature: ctx.signer.sign(body, body.key_id) };
     return last;
   };
 }

@@ -10,7 +10,8 @@ import {
   type SettleOutcome,
   type TreeState,
 } from '@tally/budget-domain';
-import { rootOfCapability, type AuthorityContext } from './authority-context.js';
+import { rootOfCapability, UNVERIFIED_TREE, type AuthorityContext } from './authority-context.js';
+import { mayActOnHold, type HoldAuthorization } from './hold-authorization.js';
 import type { PaymentResult } from './ports.js';
 import { answeredCommand, signedReceipt, type ReceiptMetadata, type SignedReceipt } from './receipts.js';
 import { writeReceipt, type ReceiptFields } from './receipt-writer.js';
@@ -21,6 +22,8 @@ export interface SettleCommand {
   readonly outcome: SettleOutcome;
   /** Tokens the call used: corrects its share of tokens_per_minute (spend policy). */
   readonly tokens_used?: number;
+  /** Who asks (http-api.md, Credentials); without one that covers the hold, it is unknown to the caller. */
+  readonly authorization: HoldAuthorization | undefined;
 }
 
 export interface SettleResult {
@@ -37,21 +40,20 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
   const capabilityId = capabilityOfHold(cmd.hold_id);
   const rootId = capabilityId === undefined ? '_unverified' : rootOfCapability(capabilityId);
   const state = await ctx.trees.read(rootId);
+  const hold = state.holds.get(cmd.hold_id);
+  if (!hold || !mayActOnHold(ctx, state, hold, cmd.authorization)) return settleUnknown(ctx, cmd);
   const answered = answeredCommand(state, cmd.command_id);
   if (answered) return { receipt: signedReceipt(answered) };
-  const hold = state.holds.get(cmd.hold_id);
   const meta: ReceiptMetadata = { budget_authority: { hold_id: cmd.hold_id }, financial: {} };
-  const problem = !hold
-    ? 'hold is unknown'
-    : !hold.admitted
-      ? 'hold was never admitted for dispatch'
-      : hold.status !== 'captured'
-        ? `hold is already ${hold.status}`
-        : undefined;
-  if (problem || !hold)
+  const problem = !hold.admitted
+    ? 'hold was never admitted for dispatch'
+    : hold.status !== 'captured'
+      ? `hold is already ${hold.status}`
+      : undefined;
+  if (problem)
     return finish(ctx, rootId, cmd, hold, {
       verdict: 'deny',
-      reason: problem!,
+      reason: problem,
       settlement: 'rejected',
       meta,
       facts: [],
@@ -62,6 +64,27 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
   plan.facts.push(...(await releaseLease(ctx, hold, meta)));
   return finish(ctx, rootId, cmd, hold, { ...plan, meta });
 }
+
+/**
+ * A hold that does not exist, or that this caller may not act on: a deny receipt kept in the
+ * tree of unverified requests, never in the hold's own tree, so a refused caller can neither
+ * pre-empt the command ids of the hold's owner nor tell a refusal from a missing hold.
+ */
+async function settleUnknown(ctx: AuthorityContext, cmd: SettleCommand): Promise<SettleResult> {
+  const answered = answeredCommand(await ctx.trees.read(UNVERIFIED_TREE), cmd.command_id);
+  if (answered) return { receipt: signedReceipt(answered) };
+  const meta: ReceiptMetadata = { budget_authority: { hold_id: cmd.hold_id }, financial: {} };
+  return finish(ctx, UNVERIFIED_TREE, cmd, undefined, {
+    verdict: 'deny',
+    reason: HOLD_UNKNOWN,
+    settlement: 'rejected',
+    meta,
+    facts: [],
+  });
+}
+
+/** The reason of a settlement or increase whose hold is unknown to the caller. */
+export const HOLD_UNKNOWN = 'hold is unknown';
 
 interface Plan {
   verdict: 'allow' | 'deny';

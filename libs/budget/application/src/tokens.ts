@@ -22,6 +22,8 @@ export interface CapabilityClaims {
   readonly id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** The owning tenant (absent on capabilities from before tenants: `default`). */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
   /** Present when the capability is bound to its subject key (ADR 0011). */
   readonly bind?: 'subject_key';
@@ -59,8 +61,8 @@ export interface AdmissionProof {
   readonly signature: string;
 }
 
-export function sealToken(signer: Signer, prefix: string, claims: object): string {
-  return `${prefix}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signer.sign(claims)}`;
+export function sealToken<C extends { readonly key_id: string }>(signer: Signer, prefix: string, claims: C): string {
+  return `${prefix}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signer.sign(claims, claims.key_id)}`;
 }
 
 /**
@@ -86,8 +88,9 @@ export function openToken<T extends { key_id: string }>(
 ): T | undefined {
   const key = `${prefix}:${token}`;
   let cache = verified.get(signer);
-  const hit = cache?.get(key);
-  if (hit) return hit as T;
+  const hit = cache?.get(key) as T | undefined;
+  if (hit && signer.accepts?.(hit.key_id) !== false) return hit;
+  if (hit) cache!.delete(key);
   const claims = verifyToken<T>(signer, prefix, token);
   if (claims === undefined || !remember) return claims;
   if (!cache) verified.set(signer, (cache = new Map()));
@@ -109,7 +112,8 @@ function verifyToken<T extends { key_id: string }>(signer: Signer, prefix: strin
 }
 
 export function signProof(signer: Signer, claims: AdmissionProofClaims): AdmissionProof {
-  return { claims, key_id: signer.keyId, signature: signer.sign(claims) };
+  const keyId = signer.keyId;
+  return { claims, key_id: keyId, signature: signer.sign(claims, keyId) };
 }
 
 export function verifyProof(signer: Signer, proof: AdmissionProof): boolean {

@@ -181,7 +181,13 @@ export class AuthorityFixture {
   }
 
   settle(holdId: string, outcome: Parameters<BudgetAuthority['settle']>[0]['outcome']) {
-    return this.authority.settle({ command_id: `cmd-${++this.commands}`, hold_id: holdId, outcome });
+    // An admin's authority, as the HTTP API passes it: these tests are about settlement, not who may settle.
+    return this.authority.settle({
+      command_id: `cmd-${++this.commands}`,
+      hold_id: holdId,
+      outcome,
+      authorization: { kind: 'operator' },
+    });
   }
 
   async usage(capability: IssuedCapability, grantIndex = 0) {

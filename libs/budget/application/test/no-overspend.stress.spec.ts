@@ -37,6 +37,7 @@ describe('no overspend under concurrency (B19)', () => {
           command_id: `settle-${i}`,
           hold_id: decision.hold_id!,
           outcome: { kind: 'completed', cost_units: BigInt(i % 50) },
+          authorization: { kind: 'admission_proof', proof: decision.admission_proof! },
         });
       }
       return decision.verdict;

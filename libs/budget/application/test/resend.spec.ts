@@ -50,6 +50,7 @@ describe('the ledger answers re-sent commands', () => {
       command_id: 'settle-resend-1',
       hold_id: first.hold_id!,
       outcome: { kind: 'not_dispatched' as const, reason: 'x' },
+      authorization: { kind: 'admission_proof' as const, proof: first.admission_proof! },
     };
     const settled = await f.authority.settle(settle);
     expect(await f.newAuthority().settle(settle)).toEqual(settled);

@@ -8,6 +8,8 @@ export interface IssueCapability {
   readonly capability_id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** The tenant a root capability belongs to; a delegation always belongs to its parent's. */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
   /** `subject_key`: every spending call must also be signed with the subject's key (ADR 0011). */
   readonly bind?: 'subject_key';

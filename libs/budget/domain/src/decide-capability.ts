@@ -38,6 +38,8 @@ export function decideIssue(command: IssueCapability, state: TreeState): Decisio
       capability_id: command.capability_id,
       root_id: command.root_id,
       parent_id: parent.id,
+      // A tree is one tenant's: a delegation belongs to its parent's tenant, whatever the command says.
+      ...(parent.tenant_id === undefined ? {} : { tenant_id: parent.tenant_id }),
       subject_public_key: command.subject_public_key,
       ...(command.bind === undefined ? {} : { bind: command.bind }),
       issued_at_ms: command.now_ms,
@@ -58,6 +60,7 @@ function issueRoot(command: IssueCapability, state: TreeState): Decision {
     data: {
       capability_id: command.capability_id,
       root_id: command.root_id,
+      ...(command.tenant_id === undefined ? {} : { tenant_id: command.tenant_id }),
       subject_public_key: command.subject_public_key,
       ...(command.bind === undefined ? {} : { bind: command.bind }),
       issued_at_ms: command.now_ms,

@@ -22,6 +22,8 @@ export interface CapabilityIssuedData {
   readonly capability_id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** The owning tenant; absent on capabilities issued before tenants existed, which belong to `default`. */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
   /** Recorded so that a retried issue seals the same (bound) token again. */
   readonly bind?: 'subject_key';

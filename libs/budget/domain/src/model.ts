@@ -43,6 +43,8 @@ export interface Capability {
   readonly id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** Absent on capabilities issued before tenants existed: they belong to DEFAULT_TENANT_ID. */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
   /** Spending calls must carry an HTTP message signature by the subject key (ADR 0011). */
   readonly bind?: 'subject_key';
@@ -54,6 +56,13 @@ export interface Capability {
   readonly depth: number;
   readonly children: readonly string[];
   readonly revoked_at_ms?: number;
+}
+
+/** The tenant that always exists; every capability issued before tenants belongs to it. */
+export const DEFAULT_TENANT_ID = 'default';
+
+export function tenantOfCapability(capability: Pick<Capability, 'tenant_id'>): string {
+  return capability.tenant_id ?? DEFAULT_TENANT_ID;
 }
 
 export interface Usage {

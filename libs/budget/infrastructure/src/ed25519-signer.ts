@@ -67,8 +67,15 @@ export class Ed25519Signer {
     return signer;
   }
 
-  sign(value: unknown): string {
+  /** With `keyId`, the caller names the key its body claims; any other than this one is a bug, not a fallback. */
+  sign(value: unknown, keyId?: string): string {
+    if (keyId !== undefined && keyId !== this.keyId) throw new Error(`this signer holds ${this.keyId}, not ${keyId}`);
     return sign(null, Buffer.from(canonicalJson(value)), this.privateKey).toString('base64url');
+  }
+
+  /** The signature by `keyId` when this is that key, else undefined (the projection's re-sign check). */
+  signAs(keyId: string, value: unknown): string | undefined {
+    return keyId === this.keyId ? this.sign(value) : undefined;
   }
 
   verify(value: unknown, signature: string, keyId: string): boolean {

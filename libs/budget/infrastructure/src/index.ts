@@ -4,3 +4,4 @@ export * from './canonical-json.js';
 export * from './ed25519-signer.js';
 export * from './simulated-payment-rail.js';
 export * from './lost-ack-event-store.js';
+export * from './signing-keyring.js';

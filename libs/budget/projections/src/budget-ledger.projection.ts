@@ -22,10 +22,10 @@ import { money, optionalMoney, plainJson } from './wire.js';
 
 export const BUDGET_LEDGER_PROJECTION = 'budget-ledger';
 
-/** The part of the authority's signer the projection needs: re-signing a recorded body. */
+/** The part of the authority's keyring the projection needs: re-signing a recorded body with the key it names. */
 export interface ReceiptSigner {
-  readonly keyId: string;
-  sign(value: unknown): string;
+  /** The signature by `keyId`, or undefined when this machine does not hold that key. */
+  signAs(keyId: string, value: unknown): string | undefined;
 }
 
 export interface BudgetLedgerOptions {
@@ -126,6 +126,7 @@ function issue(batch: LedgerBatch, data: CapabilityIssuedWire, sequence: number)
       capabilityId: data.capability_id,
       rootId: data.root_id,
       parentId: data.parent_id ?? null,
+      tenantId: data.tenant_id ?? 'default',
       subjectPublicKey: data.subject_public_key,
       depth: data.depth,
       issuedAtMs: data.issued_at_ms,
@@ -300,7 +301,8 @@ function recordReceipt(
   const rootId = stored.event.aggregateId;
   const body = JSON.parse(JSON.stringify(data.receipt)) as Record<string, unknown>;
   let check = 'foreign_key';
-  if (signer && signer.keyId === data.key_id) check = signer.sign(body) === data.signature ? 'resigned' : 'mismatch';
+  const resigned = signer?.signAs(data.key_id, body);
+  if (resigned !== undefined) check = resigned === data.signature ? 'resigned' : 'mismatch';
   const chain = chains.record({ ...body, signature: data.signature }, rootId);
   batch.receipts.push(
     Object.assign(new ReceiptRow(), {

@@ -20,9 +20,15 @@ export const CAPABILITY_ID_LENGTH = 128;
 /** `tree:` and a root id, or a capability id. */
 export const CHAIN_KEY_LENGTH = CAPABILITY_ID_LENGTH + 8;
 
+/** Tenant ids are at most 63 characters (the directory's pattern). */
+export const TENANT_ID_LENGTH = 64;
+
 @Entity({ name: BUDGET_TABLES.capabilities })
+@Index('budget_capabilities_tenant', ['tenantId', 'capabilityId'])
 export class CapabilityRow {
   @PrimaryColumn({ name: 'capability_id', type: 'varchar', length: CAPABILITY_ID_LENGTH }) capabilityId!: string;
+  /** The owning tenant: every tenant-scoped read joins on it. */
+  @Column({ name: 'tenant_id', type: 'varchar', length: TENANT_ID_LENGTH, default: 'default' }) tenantId!: string;
   @Column({ name: 'root_id', type: 'varchar', length: CAPABILITY_ID_LENGTH }) rootId!: string;
   @Column({ name: 'parent_id', type: 'varchar', length: CAPABILITY_ID_LENGTH, nullable: true }) parentId!:
     string | null;

@@ -11,3 +11,5 @@ export * from './migrations/1767225800000-add-mutation-commit-position.js';
 export * from './migrations/1767226200000-add-receipt-chains.js';
 export * from './receipt-chains.js';
 export * from './receipt-pages.js';
+export * from './migrations/1767226480000-add-capability-tenant.js';
+export * from './overview-queries.js';

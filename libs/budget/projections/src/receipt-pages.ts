@@ -3,6 +3,7 @@
 // `<commit_index>.<commit_position>`, so a page never repeats or skips a receipt while the
 // authority keeps writing. Scope is part of the query, never a filter afterwards.
 import type { DataSource } from 'typeorm';
+import { scopeQuery, type BudgetScope } from './budget-queries.js';
 import { ReceiptRow } from './entities.js';
 
 export interface ReceiptPageFilter {
@@ -13,8 +14,8 @@ export interface ReceiptPageFilter {
   /** Only receipts after this cursor (from an earlier page). */
   readonly after?: ReceiptCursor;
   readonly limit: number;
-  /** The caller's scope: undefined reads every receipt (an admin). */
-  readonly scope?: { readonly capabilityId?: string; readonly visible: boolean };
+  /** The caller's scope, as conditions of the query (EVERY_TENANT for an admin). */
+  readonly scope: BudgetScope;
   /** Also count every receipt the filter matches, cursor aside (for a progress bar). */
   readonly count?: boolean;
 }
@@ -40,11 +41,7 @@ export function parseReceiptCursor(text: string): ReceiptCursor | undefined {
 
 export async function receiptPage(dataSource: DataSource, filter: ReceiptPageFilter): Promise<ReceiptPage> {
   const query = () => {
-    const q = dataSource.manager.createQueryBuilder(ReceiptRow, 'r');
-    // A caller that may see no receipt at all still runs the query, with a condition nothing meets.
-    if (filter.scope && !filter.scope.visible) q.andWhere('1 = 0');
-    if (filter.scope?.capabilityId !== undefined)
-      q.andWhere('r.capabilityId = :own', { own: filter.scope.capabilityId });
+    const q = scopeQuery(dataSource.manager.createQueryBuilder(ReceiptRow, 'r'), 'r', filter.scope);
     if (filter.capabilityId !== undefined)
       q.andWhere('r.capabilityId = :capability', { capability: filter.capabilityId });
     if (filter.sinceMs !== undefined) q.andWhere('r.recordedAtMs >= :since', { since: filter.sinceMs });

@@ -25,6 +25,8 @@ export interface CapabilityIssuedWire {
   readonly capability_id: string;
   readonly root_id: string;
   readonly parent_id?: string;
+  /** Absent on events from before tenants: the tenant `default`. */
+  readonly tenant_id?: string;
   readonly subject_public_key: string;
   readonly issued_at_ms: number;
   readonly expires_at_ms: number;

@@ -54,7 +54,9 @@ export class CapabilityTokenVerifier implements CapabilityVerifier {
   /** The verified claims of a token, or undefined when it is malformed or its signature fails. */
   claimsOf(token: string): CapabilityTokenClaims | undefined {
     const hit = this.verified.get(token);
-    if (hit) return hit;
+    // A remembered token ends with its key: once the key is retired, the token no longer verifies.
+    if (hit && this.keys.accepts(hit.key_id)) return hit;
+    if (hit) this.verified.delete(token);
     const parts = token.split('.');
     if (parts.length !== 3 || parts[0] !== 'c1') return undefined;
     let claims: CapabilityTokenClaims;

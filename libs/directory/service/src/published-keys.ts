@@ -61,6 +61,12 @@ export class PublishedKeys {
     }
   }
 
+  /** Whether `keyId` is published and not retired. */
+  accepts(keyId: string): boolean {
+    const record = this.view.signingKey(keyId);
+    return record !== undefined && record.status !== 'retired';
+  }
+
   private keyObject(keyId: string): KeyObject | undefined {
     const record = this.view.signingKey(keyId);
     if (!record || record.status === 'retired') return undefined;

@@ -16,6 +16,7 @@ import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './atte
 import { credentialFor } from './credential.js';
 import { admitFitted, fittedRequest, maxTokensFor } from './fitted-admission.js';
 import type {
+  AdmissionProofWire,
   BudgetPort,
   Clock,
   DispatchDelta,
@@ -34,7 +35,18 @@ export interface DispatchWorkerOptions {
   readonly abortPollMs: number;
   /** Bound on reload-and-retry when recording an attempt's outcome meets a concurrent append. */
   readonly conflictRetriesMax: number;
+  /**
+   * How long the outcome of a call that was made (and so paid) is re-sent while the event
+   * store refuses writes, e.g. while a stream elects a new leader. Giving up sooner means a
+   * redelivery settles the attempt unknown and calls the provider again. 0 or absent: no re-send.
+   * Keep it below the work queue's ack wait, so no other worker takes the unit meanwhile.
+   */
+  readonly recordRetryMs?: number;
 }
+
+/** First and longest pause between re-sends of an attempt's outcome. */
+const RECORD_PAUSE_MIN_MS = 100;
+const RECORD_PAUSE_MAX_MS = 2_000;
 
 export interface DispatchWorkerDeps {
   readonly repository: WorkUnitRepository;
@@ -95,7 +107,12 @@ export const budgetCommandIds = (workId: string, ordinal: number) => ({
   settle: `${workId}:attempt:${ordinal}:settle`,
 });
 
+/** Admission proofs kept between admission and settlement; the oldest goes first beyond this. */
+const PROOFS_MAX = 10_000;
+
 export class DispatchWorker {
+  private readonly proofs = new Map<string, AdmissionProofWire>();
+
   constructor(private readonly deps: DispatchWorkerDeps) {
     if (!(deps.options.stepsMax >= 1 && deps.options.abortPollMs >= 1 && deps.options.conflictRetriesMax >= 1))
       throw new Error('DispatchWorker options must all be >= 1');
@@ -140,7 +157,9 @@ export class DispatchWorker {
           command_id: budgetCommandIds(workId, plan.ordinal).settle,
           hold_id: plan.hold_id,
           outcome: settleOutcomeOf(attempt, plan),
+          ...this.settleProof(plan.hold_id, requireWork(view.state).token_fingerprint, options),
         });
+        this.proofs.delete(plan.hold_id);
         // The hold was the last thing outside this unit; if the unit can end now, it ends in the same commit.
         const settled = this.command({ type: 'RecordHoldSettled', ordinal: plan.ordinal, hold_id: plan.hold_id });
         return continueAfter(
@@ -240,17 +259,11 @@ export class DispatchWorker {
       hold_cost_units: cost,
       price,
     });
-    if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id);
+    if (admission.admission_proof !== undefined) this.rememberProof(admission.hold_id, admission.admission_proof);
+    if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id, token);
     const outcome = await this.callProvider(workId, started.view, plan, options, maxTokens);
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
-    // First on the view we started from; only if someone wrote meanwhile (an abort), reload and retry.
-    const first = await this.deps.repository.applyChain(workId, started.view, settle, (state) =>
-      this.localFollowUp(state, options),
-    );
-    const recorded =
-      first.kind === 'conflict'
-        ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax)
-        : first;
+    const recorded = await this.recordOutcome(workId, started.view, settle, options);
     if (recorded.kind === 'rejected')
       return {
         kind: 'superseded',
@@ -260,11 +273,48 @@ export class DispatchWorker {
   }
 
   /**
+   * Records a made call's outcome: first on the view the attempt started from, and only if
+   * someone wrote meanwhile (an abort) reloaded. While the store refuses writes it re-sends
+   * within recordRetryMs, telling the queue the delivery is still worked. A re-send after a
+   * write that landed unacknowledged conflicts, and the reload then finds the attempt settled.
+   */
+  private async recordOutcome(
+    workId: string,
+    view: WorkUnitView,
+    settle: WorkCommand,
+    options: ProcessOptions,
+  ): Promise<Exclude<AppendOutcome, { kind: 'conflict' }>> {
+    const deadline = this.deps.clock.nowMs() + (this.deps.options.recordRetryMs ?? 0);
+    let from: WorkUnitView | undefined = view;
+    for (let pause = RECORD_PAUSE_MIN_MS; ; pause = Math.min(2 * pause, RECORD_PAUSE_MAX_MS)) {
+      try {
+        const first = from
+          ? await this.deps.repository.applyChain(workId, from, settle, (state) => this.localFollowUp(state, options))
+          : ({ kind: 'conflict' } as const);
+        return first.kind === 'conflict'
+          ? await this.deps.repository.execute(workId, settle, this.deps.options.conflictRetriesMax)
+          : first;
+      } catch (error) {
+        if (this.deps.clock.nowMs() + pause > deadline) throw error;
+        // The first write may have landed: from now on decide on what the stream holds.
+        from = undefined;
+        options.onProgress?.();
+        await this.deps.sleep(pause);
+      }
+    }
+  }
+
+  /**
    * Our StartAttempt lost to a concurrent append. If another worker started this ordinal it
    * owns the unit (and shares our hold, by the admit command id). If the unit moved on
    * without it (an abort), the hold we took will never be used and is released.
    */
-  private async afterLostStart(workId: string, ordinal: number, holdId: string): Promise<StepResult> {
+  private async afterLostStart(
+    workId: string,
+    ordinal: number,
+    holdId: string,
+    token: string | undefined,
+  ): Promise<StepResult> {
     const fresh = await this.deps.repository.load(workId);
     if (fresh.state.attempts.length > ordinal)
       return { kind: 'superseded', reason: `attempt ${ordinal} was started by another worker` };
@@ -274,9 +324,26 @@ export class DispatchWorker {
         command_id: budgetCommandIds(workId, ordinal).settle,
         hold_id: holdId,
         outcome: { kind: 'not_dispatched', reason: 'the work unit moved on before this attempt was started' },
+        ...this.proofOf(holdId, token),
       });
     }
+    this.proofs.delete(holdId);
     return CONTINUE;
+  }
+
+  /** Kept from admission to settlement in this process; a redelivered unit settles with its token instead. */
+  private rememberProof(holdId: string, proof: AdmissionProofWire): void {
+    this.proofs.set(holdId, proof);
+    if (this.proofs.size > PROOFS_MAX) this.proofs.delete(this.proofs.keys().next().value!);
+  }
+
+  private settleProof(holdId: string, fingerprint: string, options: ProcessOptions) {
+    return this.proofOf(holdId, credentialFor(fingerprint, options.credential));
+  }
+
+  private proofOf(holdId: string, token: string | undefined) {
+    const proof = this.proofs.get(holdId);
+    return { ...(proof === undefined ? {} : { admission_proof: proof }), ...(token === undefined ? {} : { token }) };
   }
 
   private async callProvider(

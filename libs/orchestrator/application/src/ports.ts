@@ -92,6 +92,17 @@ export interface AdmitDecision {
   readonly retry_after_ms?: number;
   /** What the hold covers, when it was fitted below the requested cost. */
   readonly hold_units?: bigint;
+  /** False for an allow that must not be dispatched (a nonce preflight); a metered port refuses it. */
+  readonly dispatch?: boolean;
+  /** The authority's signed proof of this admission: what a Settle of the hold presents. */
+  readonly admission_proof?: AdmissionProofWire;
+}
+
+/** An admission proof as the authority sends it: claims (with hold_id), the key id and the signature. */
+export interface AdmissionProofWire {
+  readonly claims: Readonly<Record<string, unknown>>;
+  readonly key_id: string;
+  readonly signature: string;
 }
 
 export type FailedAfterDispatchKind = 'cancellation' | 'deadline' | 'incomplete' | 'generic';
@@ -110,6 +121,13 @@ export interface SettleRequest {
   readonly command_id: string;
   readonly hold_id: string;
   readonly outcome: SettleOutcome;
+  /**
+   * What proves the right to settle this hold (http-api.md, Credentials): the admission's
+   * proof when this process still has it, and the capability token the unit came with.
+   * The authority answers a settle carrying neither as if the hold did not exist.
+   */
+  readonly admission_proof?: AdmissionProofWire;
+  readonly token?: string;
 }
 
 export interface SettleResult {

@@ -2,6 +2,7 @@
 // never with a bare stack trace: 78 (EX_CONFIG) for configuration, 69 (EX_UNAVAILABLE)
 // for a dependency that does not answer, 1 for anything else.
 import { ConfigError } from './config.loader.js';
+import { TopologyMismatch } from './topology.js';
 
 export const EXIT_CONFIG = 78;
 export const EXIT_UNAVAILABLE = 69;
@@ -29,13 +30,13 @@ export async function bootOrExit(service: string, main: () => Promise<void>): Pr
 export function describeBootError(error: unknown): string {
   if (error instanceof ConfigError)
     return `${error.message}\nFix the setting (file named by TALLY_CONFIG, or the environment variable) and start again.`;
-  if (error instanceof DependencyUnavailable) return error.message;
+  if (error instanceof DependencyUnavailable || error instanceof TopologyMismatch) return error.message;
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
 }
 
 export function exitCodeOf(error: unknown): number {
-  if (error instanceof ConfigError) return EXIT_CONFIG;
+  if (error instanceof ConfigError || error instanceof TopologyMismatch) return EXIT_CONFIG;
   if (error instanceof DependencyUnavailable) return EXIT_UNAVAILABLE;
   return 1;
 }

@@ -37,6 +37,7 @@ export const ENV_SETTINGS: Readonly<Record<string, { path: string; type: 'string
   AUTHORITY_HTTP_PORT: { path: 'authority.http_port', type: 'int' },
   ORCHESTRATOR_HTTP_PORT: { path: 'orchestrator.http_port', type: 'int' },
   TALLY_SIGNING_KEY: { path: 'authority.signing_key', type: 'string' },
+  TALLY_KEYRING_DIR: { path: 'authority.keyring_dir', type: 'string' },
   TALLY_STREAM_REPLICAS: { path: 'streams.replicas', type: 'int' },
   TALLY_PAYMENT_RAIL: { path: 'authority.payment_rail', type: 'string' },
   TALLY_FAULT_INJECTION: { path: 'authority.fault_injection', type: 'bool' },

@@ -18,6 +18,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { WebhooksConfig } from './webhooks-config.js';
 
 export class NatsTlsConfig {
   /** The CA that signed the servers' certificates. */
@@ -50,6 +51,14 @@ export class NatsConfig {
    * while this is 'jetstream' (set it on both services to move from one to the other).
    */
   @IsIn(['core', 'jetstream']) budget_commands: 'core' | 'jetstream' = 'core';
+  /**
+   * Who creates the streams, consumers and KV buckets (ADR 0015). 'auto': the service does at
+   * boot (the local stack, tests). 'check': an operator did, with `tally provision` (the
+   * migrations Job); the service only reads what it needs and refuses to start, naming each
+   * difference, when something is missing or set otherwise. Its NATS user then needs no
+   * right to create or change any of it (deploy/nats).
+   */
+  @IsIn(['auto', 'check']) provision: 'auto' | 'check' = 'auto';
 }
 
 export class StreamLimitsConfig {
@@ -69,6 +78,10 @@ export class StreamLimitsConfig {
   /** The dead-letter stream drops its oldest records past either bound. */
   @IsInt() @Min(1_048_576) dead_letter_max_bytes = 1024 * 1024 * 1024;
   @IsInt() @Min(86_400_000) dead_letter_max_age_ms = 30 * 86_400_000;
+  /** How long an Idempotency-Key is remembered (KV bucket TTL); past it the key may name a new request. */
+  @IsInt() @Min(60_000) @Max(30 * 86_400_000) idempotency_ttl_ms = 86_400_000;
+  /** Byte limit of the idempotency bucket; when full, a new key is refused (503), never an old one forgotten early. */
+  @IsInt() @Min(1_048_576) idempotency_max_bytes = 64 * 1024 * 1024;
 }
 
 export class ConsumerLimitsConfig {
@@ -98,6 +111,11 @@ export class AuthorityConfig {
   /** Ed25519 seed (base64url, 32 bytes); when absent the local stack generates and persists one. */
   @IsOptional() @IsString() signing_key?: string;
   @IsString() signing_key_path = '.tally/authority-signing-key';
+  /**
+   * The keyring (ADR 0014): `<key_id>.pem` files (0600) with the private keys rotation made.
+   * Replicas share it (a volume or a mounted secret) to sign with a key rotated elsewhere.
+   */
+  @IsString() @Length(1, 4_096) keyring_dir = '.tally/keyring';
   @IsIn(['reversible_hold', 'prepaid_final']) payment_mode: 'reversible_hold' | 'prepaid_final' = 'reversible_hold';
   /** Which payment rail adapter runs; the simulated rail approves by default (http-api.md). */
   @IsIn(['simulated']) payment_rail = 'simulated' as const;
@@ -164,6 +182,15 @@ export class OrchestratorConfig {
   @IsInt() @Min(100) @Max(3_600_000) queued_sweep_interval_ms = 15_000;
   @IsInt() @Min(1_000) @Max(86_400_000) queued_grace_ms = 60_000;
   @IsInt() @Min(1) @Max(10_000) queued_sweep_batch_max = 256;
+  /**
+   * The budget authority's base URL. Optional: admission proofs verify against the keys the
+   * directory stream publishes; with this set, a key id the directory does not show yet is
+   * looked up at GET /v1/keys (at most once per authority_keys_cooldown_ms).
+   */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  authority_url?: string;
+  @IsInt() @Min(0) @Max(3_600_000) authority_keys_cooldown_ms = 30_000;
 }
 
 export class ProjectionsConfig {
@@ -207,6 +234,18 @@ export class AuthConfig {
     [];
 }
 
+/** The web console the budget-authority serves at /console/ (issue 12, ADR 0034). */
+export class ConsoleConfig {
+  @IsBoolean() enabled = true;
+  /**
+   * The agent-orchestrator's base URL, from the authority: the console's work timeline reads
+   * the orchestrator's API through the authority (same origin), with the caller's credential.
+   */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  orchestrator_url?: string;
+}
+
 export class TallyConfig {
   @ValidateNested() @Type(() => AuthConfig) auth = new AuthConfig();
   @ValidateNested() @Type(() => NatsConfig) nats = new NatsConfig();
@@ -216,6 +255,7 @@ export class TallyConfig {
   @ValidateNested() @Type(() => ProjectionsConfig) projections = new ProjectionsConfig();
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
+  @ValidateNested() @Type(() => ConsoleConfig) console = new ConsoleConfig();
   @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] =
     [];
   @IsArray()
@@ -223,5 +263,6 @@ export class TallyConfig {
   @ValidateNested({ each: true })
   @Type(() => ToolServerConfig)
   tool_servers: ToolServerConfig[] = [];
+  @ValidateNested() @Type(() => WebhooksConfig) webhooks = new WebhooksConfig();
   @IsIn(['debug', 'info', 'warn', 'error']) log_level: 'debug' | 'info' | 'warn' | 'error' = 'info';
 }

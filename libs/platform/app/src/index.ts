@@ -18,3 +18,7 @@ export * from './nats-credentials.js';
 export * from './oidc-settings.js';
 export * from './oidc-config.js';
 export * from './signature-replay.js';
+export * from './topology.js';
+export * from './nats-permissions.js';
+export * from './webhooks-config.js';
+export * from './service-metrics.js';

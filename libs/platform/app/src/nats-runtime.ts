@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
+  ensureIdempotencyBucket,
   provisionTallyStreams,
   type NatsConnectionOptions,
   redactedServers,
@@ -18,6 +19,7 @@ import type { TallyConfig } from './config.schema.js';
 import type { ReadinessCheck } from './health.js';
 import { natsLoginMode, natsLoginOf } from './nats-credentials.js';
 import { StreamWatch } from './stream-watch.js';
+import { checkTopology, serviceTopology, TopologyMismatch } from './topology.js';
 
 export interface NatsRuntime {
   readonly names: TallyNames;
@@ -43,6 +45,11 @@ export function streamLimitsOf(config: TallyConfig): StreamLimits {
     deadLetterMaxBytes: s.dead_letter_max_bytes,
     deadLetterMaxAgeMs: s.dead_letter_max_age_ms,
   };
+}
+
+export function idempotencyLimitsOf(config: TallyConfig) {
+  const s = config.streams;
+  return { ttlMs: s.idempotency_ttl_ms, replicas: s.replicas, maxBytes: s.idempotency_max_bytes };
 }
 
 export interface NatsClients {
@@ -113,10 +120,29 @@ export function serviceInboxPrefix(service: string): string {
   return `_INBOX.${service}`;
 }
 
-export async function startNatsRuntime(config: TallyConfig, service: string): Promise<NatsRuntime> {
-  const { names, nc, js, jsm } = await connectTallyNats(config, service, serviceInboxPrefix(service));
+/**
+ * Connects and makes sure the streams are there: provisioned here (nats.provision: auto), or
+ * only checked against what this service needs (check), refusing the boot on a difference.
+ */
+export async function startNatsRuntime(
+  config: TallyConfig,
+  service: string,
+  inboxPrefix = serviceInboxPrefix(service),
+): Promise<NatsRuntime> {
+  const { names, nc, js, jsm } = await connectTallyNats(config, service, inboxPrefix);
   const specs = tallyStreamSpecs(names, streamLimitsOf(config));
-  await provisionTallyStreams(jsm, names, streamLimitsOf(config));
+  try {
+    if (config.nats.provision === 'check') {
+      const differences = await checkTopology(jsm, serviceTopology(config, names, service));
+      if (differences.length > 0) throw new TopologyMismatch(service, differences);
+    } else {
+      await provisionTallyStreams(jsm, names, streamLimitsOf(config));
+      await ensureIdempotencyBucket(js, names, idempotencyLimitsOf(config));
+    }
+  } catch (error) {
+    await nc.close();
+    throw error;
+  }
   const watch = new StreamWatch(
     nc,
     jsm,

@@ -3,8 +3,14 @@
 // is the lease TTL: the leader renews its key with a revision check; when it dies, the
 // key ages out and a standby's create succeeds. This works the same over SQLite and
 // PostgreSQL because the lock lives in NATS, next to the streams.
-import { Kvm, type KV } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import type { JetStreamClient } from '@nats-io/jetstream';
+import { ensureKvBucket, type KvBucketSpec } from '@tally/platform-jetstream';
+
+/** The leases bucket: one small value per lease, which ages out after the lease TTL. */
+export function leaseBucketSpec(bucket: string, ttlMs: number, replicas: number): KvBucketSpec {
+  return { bucket, ttlMs, replicas, maxBytes: 1_048_576, maxValueSizeBytes: 1_024 };
+}
 
 export interface LeaseOptions {
   readonly js: JetStreamClient;
@@ -24,13 +30,7 @@ export class ProjectionLease {
 
   static async open(options: LeaseOptions): Promise<ProjectionLease> {
     if (!(options.ttlMs >= 1_000)) throw new Error('lease ttlMs must be at least 1000');
-    const kv = await new Kvm(options.js).create(options.bucket, {
-      history: 1,
-      ttl: options.ttlMs,
-      replicas: options.replicas,
-      max_bytes: 1_048_576,
-      maxValueSize: 1_024,
-    });
+    const kv = await ensureKvBucket(options.js, leaseBucketSpec(options.bucket, options.ttlMs, options.replicas));
     return new ProjectionLease(kv, options);
   }
 

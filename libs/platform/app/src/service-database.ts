@@ -21,6 +21,9 @@ export function projectorLeaseKey(service: string): string {
   return `projector.${service}`;
 }
 
+/** The lease whose holder migrates the projection database. */
+export const MIGRATIONS_LEASE_KEY = 'migrations';
+
 /** How long a projection lease lives without renewal: a holder that dies frees it this much later. */
 export const PROJECTOR_LEASE_TTL_MS = 10_000;
 
@@ -61,9 +64,10 @@ export async function openServiceDatabaseLocked(
   const lock = await ProjectionLease.open({
     js: nats.js,
     bucket: leaseBucketOf(nats),
-    key: 'migrations',
+    key: MIGRATIONS_LEASE_KEY,
     holderId,
-    ttlMs: 10_000,
+    // One bucket holds every lease, so they share its TTL.
+    ttlMs: PROJECTOR_LEASE_TTL_MS,
     replicas: config.streams.replicas,
   });
   const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;

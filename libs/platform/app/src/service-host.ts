@@ -16,7 +16,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
-import { publishDeadLetter } from '@tally/platform-jetstream';
+import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
@@ -34,6 +34,7 @@ import {
 } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
 import { openSubjectSignatures } from './signature-replay.js';
+import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 
 export const HOST_CONTEXT = Symbol('HOST_CONTEXT');
 export const OPENAPI_DOCUMENT = Symbol('OPENAPI_DOCUMENT');
@@ -100,9 +101,11 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const dataSource = await openServiceDatabaseLocked(config, definition.projector.module.database, nats, instanceId);
   const metrics = new MetricsRegistry();
   nats.watch.registerMetrics(metrics.registry);
+  metrics.registry.registerMetric(deadLettersWritten);
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
-  const projections = await startProjections(definition, base);
+  const { projections, described } = await startProjections(definition, base);
+  registerProjectionMetrics(metrics.registry, nats.jsm, dataSource, described, [nats.names.deadLetterStream]);
   const ctx: HostContext = { ...base, projections };
   readiness.add(nats.readiness);
   readiness.add({
@@ -142,12 +145,12 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
 async function startProjections(
   definition: ServiceDefinition,
   base: Omit<HostContext, 'projections'>,
-): Promise<Projections> {
+): Promise<{ projections: Projections; described: ProjectionOfStream[] }> {
   const { config, logger, nats, dataSource, instanceId, service } = base;
   const specs = definition.projector.module.specs({ config, names: nats.names, logger });
+  const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
   let projections: Projections;
   if (config.projections.worker_thread) {
-    const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
     projections = new ProjectionThread({
       service,
       instanceId,
@@ -172,7 +175,7 @@ async function startProjections(
     projections = new ProjectionHost({ ...PROJECTION_HOST_LIMITS, js: nats.js, dataSource, specs, lease, logger });
   }
   await projections.start();
-  return projections;
+  return { projections, described };
 }
 
 async function createHttpApp(

@@ -6,3 +6,4 @@ export * from './authenticator.js';
 export * from './access.guard.js';
 export * from './oidc-verifier.js';
 export * from './message-signatures.js';
+export * from './idempotency-scope.js';

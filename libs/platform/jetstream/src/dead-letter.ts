@@ -7,6 +7,19 @@ import { createHash } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { tokenFingerprint, walkJson, type FieldError, type TallyNames } from '@tally/contracts';
+import { Counter } from 'prom-client';
+
+/**
+ * Dead letters this process wrote, by source (a consumer or handler name) and reason (the
+ * closed set above): both bounded, so the series stay few. Registered with no registry
+ * here; each service adds it to its own at boot (one service per process).
+ */
+export const deadLettersWritten = new Counter({
+  name: 'tally_dead_letters_total',
+  help: 'Dead letters this process wrote (a duplicate of one already written is not counted), by source and reason',
+  labelNames: ['source', 'reason'],
+  registers: [],
+});
 
 export interface DeadLetter {
   /** Which consumer or handler gave up: becomes the last subject token. */
@@ -125,9 +138,10 @@ export async function publishDeadLetter(
       : letter.dedupeKey !== undefined
         ? `dlq:${letter.source}:${letter.dedupeKey}`
         : undefined;
-  await js.publish(names.deadLetterSubject(letter.source), JSON.stringify(deadLetterRecord(letter)), {
+  const ack = await js.publish(names.deadLetterSubject(letter.source), JSON.stringify(deadLetterRecord(letter)), {
     headers: hdrs,
     timeout: timeoutMs,
     ...(msgID ? { msgID } : {}),
   });
+  if (!ack.duplicate) deadLettersWritten.inc({ source: letter.source, reason: letter.reason });
 }

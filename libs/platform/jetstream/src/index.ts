@@ -7,3 +7,4 @@ export * from './dead-letter.js';
 export * from './durable-consumer.js';
 export * from './durability.js';
 export * from './stream-snapshot.js';
+export * from './idempotency.js';

@@ -202,25 +202,52 @@ export function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {
   };
 }
 
-/** Creates the durable consumer, or updates its limits when it exists with the same filter. */
-export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<'created' | 'updated'> {
-  const config = toConsumerConfig(spec);
-  try {
-    const info = await jsm.consumers.info(spec.stream, spec.durable);
-    if (info.config.filter_subject !== spec.filterSubject) {
-      throw new Error(
-        `consumer ${spec.durable} on ${spec.stream} filters ${String(info.config.filter_subject)}, expected ${spec.filterSubject}; delete it or fix the config`,
-      );
-    }
-    await jsm.consumers.update(spec.stream, spec.durable, {
-      ack_wait: config.ack_wait!,
-      max_deliver: config.max_deliver!,
-      max_ack_pending: config.max_ack_pending!,
-    });
-    return 'updated';
-  } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== CONSUMER_NOT_FOUND) throw error;
+/** Compares the settings Tally owns on a durable consumer; returns one line per difference. */
+export function consumerConflicts(spec: ConsumerSpec, actual: ConsumerConfig): string[] {
+  const wanted = toConsumerConfig(spec);
+  const conflicts: string[] = [];
+  if (actual.filter_subject !== spec.filterSubject)
+    conflicts.push(`filter_subject is ${String(actual.filter_subject)}, expected ${spec.filterSubject}`);
+  for (const key of ['ack_policy', 'ack_wait', 'max_deliver', 'max_ack_pending'] as const) {
+    if (wanted[key] !== actual[key])
+      conflicts.push(`${key} is ${String(actual[key])}, expected ${String(wanted[key])}`);
   }
-  await jsm.consumers.add(spec.stream, config);
-  return 'created';
+  return conflicts;
+}
+
+/** Reads the durable consumer: undefined when it does not exist, else one line per difference. */
+export async function inspectConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<string[] | undefined> {
+  try {
+    return consumerConflicts(spec, (await jsm.consumers.info(spec.stream, spec.durable)).config);
+  } catch (error) {
+    if (error instanceof JetStreamApiError && (error.code === CONSUMER_NOT_FOUND || error.code === STREAM_NOT_FOUND))
+      return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Creates the durable consumer, or updates its limits when it exists with the same filter.
+ * A consumer that already has the spec is only read, so a service whose user may not
+ * create consumers (nats.provision: check) passes here once `tally provision` made it.
+ */
+export async function ensureConsumer(
+  jsm: JetStreamManager,
+  spec: ConsumerSpec,
+): Promise<'created' | 'updated' | 'verified'> {
+  const config = toConsumerConfig(spec);
+  const conflicts = await inspectConsumer(jsm, spec);
+  if (conflicts === undefined) {
+    await jsm.consumers.add(spec.stream, config);
+    return 'created';
+  }
+  if (conflicts.length === 0) return 'verified';
+  if (conflicts.some((c) => c.startsWith('filter_subject') || c.startsWith('ack_policy')))
+    throw new Error(`consumer ${spec.durable} on ${spec.stream}: ${conflicts.join('; ')}; delete it or fix the config`);
+  await jsm.consumers.update(spec.stream, spec.durable, {
+    ack_wait: config.ack_wait!,
+    max_deliver: config.max_deliver!,
+    max_ack_pending: config.max_ack_pending!,
+  });
+  return 'updated';
 }

@@ -165,42 +165,63 @@ export function kvStreamName(bucket: string): string {
   return `KV_${bucket}`;
 }
 
+/** A KV bucket Tally relies on, with every limit explicit (history is always 1: the latest value). */
+export interface KvBucketSpec {
+  readonly bucket: string;
+  readonly ttlMs: number;
+  readonly replicas: number;
+  readonly maxBytes: number;
+  readonly maxValueSizeBytes: number;
+}
+
+/** The command-reply cache's bucket. */
+export function replyBucketSpec(names: TallyNames, limits: ReplyBucketLimits): KvBucketSpec {
+  const maxValueSizeBytes = limits.maxValueSizeBytes ?? REPLY_VALUE_SIZE_MAX_BYTES;
+  if (!(limits.ttlMs > 0) || !(limits.maxBytes > 0) || !(maxValueSizeBytes > 0) || !(limits.replicas >= 1)) {
+    throw new Error(`invalid reply bucket limits: ${JSON.stringify(limits)}`);
+  }
+  return { bucket: names.commandRepliesBucket, ...limits, maxValueSizeBytes };
+}
+
+/** Reads the bucket's backing stream: undefined when it does not exist, else one line per difference. */
+export async function inspectKvBucket(jsm: JetStreamManager, spec: KvBucketSpec): Promise<string[] | undefined> {
+  const existing = await streamConfigOrUndefined(jsm, kvStreamName(spec.bucket));
+  return existing && kvBucketConflicts(existing, spec);
+}
+
 /**
- * Creates or opens the command-reply cache. Kvm.create silently opens an existing
- * bucket whatever its settings, so the backing stream is verified here first.
+ * Creates or opens a bucket. Kvm.create silently opens an existing bucket whatever its
+ * settings, so the backing stream is verified here first; an existing one is only read.
  */
+export async function ensureKvBucket(js: JetStreamClient, spec: KvBucketSpec): Promise<KV> {
+  const jsm = await js.jetstreamManager();
+  const conflicts = await inspectKvBucket(jsm, spec);
+  if (conflicts && conflicts.length > 0) throw new StreamConfigConflict(kvStreamName(spec.bucket), conflicts);
+  return new Kvm(js).create(spec.bucket, {
+    history: 1,
+    ttl: spec.ttlMs,
+    replicas: spec.replicas,
+    max_bytes: spec.maxBytes,
+    maxValueSize: spec.maxValueSizeBytes,
+    storage: StorageType.File,
+  });
+}
+
+/** Creates or opens the command-reply cache, verifying an existing one's limits. */
 export async function ensureReplyBucket(
   js: JetStreamClient,
   names: TallyNames,
   limits: ReplyBucketLimits,
 ): Promise<KV> {
-  const maxValueSizeBytes = limits.maxValueSizeBytes ?? REPLY_VALUE_SIZE_MAX_BYTES;
-  if (!(limits.ttlMs > 0) || !(limits.maxBytes > 0) || !(maxValueSizeBytes > 0) || !(limits.replicas >= 1)) {
-    throw new Error(`invalid reply bucket limits: ${JSON.stringify(limits)}`);
-  }
-  const jsm = await js.jetstreamManager();
-  const stream = kvStreamName(names.commandRepliesBucket);
-  const existing = await streamConfigOrUndefined(jsm, stream);
-  if (existing) {
-    const conflicts = replyBucketConflicts(existing, limits, maxValueSizeBytes);
-    if (conflicts.length > 0) throw new StreamConfigConflict(stream, conflicts);
-  }
-  return new Kvm(js).create(names.commandRepliesBucket, {
-    history: 1,
-    ttl: limits.ttlMs,
-    replicas: limits.replicas,
-    max_bytes: limits.maxBytes,
-    maxValueSize: maxValueSizeBytes,
-    storage: StorageType.File,
-  });
+  return ensureKvBucket(js, replyBucketSpec(names, limits));
 }
 
-function replyBucketConflicts(actual: StreamConfig, limits: ReplyBucketLimits, maxValueSizeBytes: number): string[] {
+function kvBucketConflicts(actual: StreamConfig, spec: KvBucketSpec): string[] {
   const wanted: Record<string, unknown> = {
-    max_age: limits.ttlMs * NS_PER_MS,
-    num_replicas: limits.replicas,
-    max_bytes: limits.maxBytes,
-    max_msg_size: maxValueSizeBytes,
+    max_age: spec.ttlMs * NS_PER_MS,
+    num_replicas: spec.replicas,
+    max_bytes: spec.maxBytes,
+    max_msg_size: spec.maxValueSizeBytes,
     max_msgs_per_subject: 1,
     storage: StorageType.File,
   };

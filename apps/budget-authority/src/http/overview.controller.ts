@@ -1,0 +1,172 @@
+// Additive reads across capabilities, for the web console (issue 12, ADR 0034): who the
+// caller is, the capability tree with usage per grant, the holds open now, ambiguities
+// waiting for the reconciler, and spend per time bucket. Every list is bounded and scoped
+// in its query exactly as GET /v1/receipts is.
+import { Controller, Get, Inject, Query } from '@nestjs/common';
+import { moneyToWire } from '@tally/contracts';
+import { OverviewQueries, type OverviewScope } from '@tally/budget-projections';
+import { Access, Caller, DEFAULT_TENANT, readScopeOf, type Principal } from '@tally/platform-auth';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
+import type { WireGrant } from '@tally/budget-projections';
+
+export const OVERVIEW_LIMIT_MAX = 1_000;
+const OVERVIEW_LIMIT_DEFAULT = 200;
+
+const BUCKET_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+type Bucket = keyof typeof BUCKET_MS;
+/** A spend series spans at most this many buckets, so a minute series cannot ask for a year. */
+const SPEND_BUCKETS_MAX = 10_000;
+
+export class ListQueryDto {
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(OVERVIEW_LIMIT_MAX) limit?: number;
+}
+
+export class CapabilityListQueryDto extends ListQueryDto {
+  /** The `next_after` of the previous page. */
+  @IsOptional() @Type(() => Number) @IsInt() @Min(0) after?: number;
+}
+
+export class AmbiguityListQueryDto extends ListQueryDto {
+  /** `open` (default): waiting for the reconciler; `all`: resolved ones too. */
+  @IsOptional() @IsIn(['open', 'all']) status?: 'open' | 'all';
+}
+
+export class SpendQueryDto {
+  @IsOptional() @IsIn(Object.keys(BUCKET_MS)) bucket?: Bucket;
+  /** RFC 3339; default: 60 buckets ago. */
+  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
+}
+
+/**
+ * What the caller may see. Capabilities carry no tenant in the projection yet, so every
+ * tree belongs to the tenant `default` (as for GET /v1/receipts).
+ */
+function scopeOf(caller: Principal): OverviewScope {
+  const scope = readScopeOf(caller);
+  const visible = scope.tenant_id === undefined || scope.tenant_id === DEFAULT_TENANT;
+  return { visible, ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }) };
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+@Controller('v1')
+export class OverviewController {
+  constructor(@Inject(OverviewQueries) private readonly queries: OverviewQueries) {}
+
+  /** Who the credential is: the console signs in with it and shows what it may do. Never the token itself. */
+  @Get('me')
+  @Access('reader', 'capability')
+  me(@Caller() caller: Principal) {
+    if (caller.kind === 'operator')
+      return {
+        kind: 'operator',
+        role: caller.role,
+        tenant_id: caller.tenant_id,
+        subject: caller.subject,
+        via: caller.via,
+      };
+    if (caller.kind === 'capability')
+      return { kind: 'capability', capability_id: caller.capability_id, tenant_id: caller.tenant_id };
+    return { kind: 'anonymous' };
+  }
+
+  /** Capabilities in issue order, each with its usage per grant; pass `next_after` back as `after`. */
+  @Get('capabilities')
+  @Access('reader', 'capability')
+  async capabilities(@Query() query: CapabilityListQueryDto, @Caller() caller: Principal) {
+    const limit = query.limit ?? OVERVIEW_LIMIT_DEFAULT;
+    const rows = await this.queries.capabilities(scopeOf(caller), query.after ?? 0, limit);
+    const usage = await this.queries.usageOf(rows.map((r) => r.capabilityId));
+    return {
+      capabilities: rows.map((r) => ({
+        id: r.capabilityId,
+        root_id: r.rootId,
+        parent_id: r.parentId,
+        tenant_id: DEFAULT_TENANT,
+        depth: r.depth,
+        issued_at: iso(r.issuedAtMs),
+        expires_at: iso(r.expiresAtMs),
+        revoked: r.revokedAtMs !== null,
+        revoked_at: iso(r.revokedAtMs),
+        grants: JSON.parse(r.grants) as WireGrant[],
+        budget_units: r.budgetUnits === null ? null : moneyToWire(r.budgetUnits),
+        usage: usage
+          .filter((u) => u.capabilityId === r.capabilityId)
+          .map((u) => ({
+            grant_index: u.grantIndex,
+            invocation_count: u.invocationCount,
+            exposed_cost_units: moneyToWire(u.exposedCostUnits),
+            realized_cost_units: moneyToWire(u.realizedCostUnits),
+            committed_cost_units: moneyToWire(u.committedCostUnits),
+            currency: u.currency,
+          })),
+      })),
+      next_after: rows.length === limit ? rows.at(-1)!.issuedSequence : null,
+    };
+  }
+
+  /** The holds open now (authorized, captured or admitted), the ones that expire first first. */
+  @Get('holds')
+  @Access('reader', 'capability')
+  async holds(@Query() query: ListQueryDto, @Caller() caller: Principal) {
+    const rows = await this.queries.openHolds(scopeOf(caller), query.limit ?? OVERVIEW_LIMIT_DEFAULT);
+    return {
+      holds: rows.map((h) => ({
+        hold_id: h.holdId,
+        capability_id: h.capabilityId,
+        request_id: h.requestId,
+        grant_index: h.grantIndex,
+        status: h.status,
+        preflight: h.preflight === 1,
+        exposure_units: moneyToWire(h.exposureUnits),
+        expires_at: iso(h.expiresAtMs),
+      })),
+    };
+  }
+
+  /** Ambiguities, oldest first: by default only those waiting for the reconciler. */
+  @Get('ambiguities')
+  @Access('reader', 'capability')
+  async ambiguities(@Query() query: AmbiguityListQueryDto, @Caller() caller: Principal) {
+    const open = (query.status ?? 'open') === 'open';
+    const rows = await this.queries.ambiguities(scopeOf(caller), open, query.limit ?? OVERVIEW_LIMIT_DEFAULT);
+    return {
+      ambiguities: rows.map((a) => ({
+        ambiguity_id: a.ambiguityId,
+        capability_id: a.capabilityId,
+        kind: a.kind,
+        hold_id: a.holdId,
+        event_id: a.eventId,
+        reference: a.reference,
+        resolution: a.resolution,
+        rail_state: a.railState,
+        recorded_sequence: a.recordedSequence,
+        resolved_sequence: a.resolvedSequence,
+      })),
+    };
+  }
+
+  /** Realized cost per minute, hour or day and currency, oldest bucket first. */
+  @Get('spend')
+  @Access('reader', 'capability')
+  async spend(@Query() query: SpendQueryDto, @Caller() caller: Principal) {
+    const bucket: Bucket = query.bucket ?? 'hour';
+    const size = BUCKET_MS[bucket];
+    const now = Date.now();
+    const floor = now - SPEND_BUCKETS_MAX * size;
+    const since = Math.max(query.since === undefined ? now - 60 * size : Date.parse(query.since), floor);
+    const series = await this.queries.spend(scopeOf(caller), since, size);
+    return {
+      bucket,
+      since: new Date(since).toISOString(),
+      series: series.buckets.map((b) => ({
+        start: new Date(b.start_ms).toISOString(),
+        currency: b.currency,
+        realized_units: moneyToWire(b.realized_units),
+        entries: b.entries,
+      })),
+      truncated: series.truncated,
+    };
+  }
+}
