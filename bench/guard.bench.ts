@@ -17,7 +17,8 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { tallyNames } from '@tally/contracts';
 import { startDirectory } from '@tally/directory-service';
-import { KvReplayLedger } from '@tally/platform-app';
+import { KvReplayLedger, signatureReplayBucketSpec } from '@tally/platform-app';
+import { ensureKvBucket } from '@tally/platform-jetstream';
 import {
   Access,
   AccessGuard,
@@ -239,7 +240,8 @@ export const guardSuite: BenchSuite = {
         bind: 'subject_key',
       });
       const skewSeconds = 30;
-      const shared = await KvReplayLedger.open(js, names.signatureReplayBucket, 61_000, 1, 5_000);
+      await ensureKvBucket(js, signatureReplayBucketSpec(names, 1));
+      const shared = await KvReplayLedger.open(js, names.signatureReplayBucket, 5_000);
       const signatures = new SubjectSignatures({
         skewSeconds,
         replay: new LayeredReplayLedger(new MemoryReplayLedger(1_000_000), shared),

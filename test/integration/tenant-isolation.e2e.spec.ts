@@ -117,47 +117,40 @@ describe('Issue 8: two tenants at once never see each other’s rows', () => {
     }
   }, 180_000);
 
-  // Pending on main: capabilities carry no tenant yet, so every capability an issuer issues
-  // lands in `default` and the default tenant's reader sees acme's receipts. Passes (as a
-  // failing test) until capability tenants land; then drop `.failing`.
-  it.failing(
-    'Issue 8: receipts: concurrent issues, admissions and listings by two tenants stay apart (pending: capability tenants)',
-    async () => {
-      const authority = h.authority!.url;
-      const capabilities = new Map<Tenant, Set<string>>(TENANTS.map((t) => [t, new Set()]));
-      const leaks: string[] = [];
-      const spend = async (tenant: Tenant) => {
-        for (let i = 0; i < PER_TENANT / 4; i++) {
-          const cap = await call(authority, 'POST', '/v1/capabilities', issuers.get(tenant)!, {
-            subject_public_key: generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
-            ttl_seconds: 600,
-            grants: [{ server_id: 'tools', tool_name: 'search', max_invocations: 100, max_cost_per_invocation: 10 }],
-          });
-          expect(cap.status).toBe(201);
-          capabilities.get(tenant)!.add(cap.body['id']);
-          await Promise.all(
-            [0, 1, 2].map(() =>
-              call(authority, 'POST', '/v1/admissions', cap.body['token'], {
-                request_id: `r-${randomUUID()}`,
-                server_id: 'tools',
-                tool_name: 'search',
-                requested_cost: 1,
-              }),
-            ),
-          );
-          const page = await call(authority, 'GET', '/v1/receipts?limit=500', readers.get(tenant)!);
-          for (const r of page.body['receipts'] as Json[])
-            if (!capabilities.get(tenant)!.has(r['capability_id'])) leaks.push(`${tenant} saw ${r['capability_id']}`);
-        }
-      };
-      await Promise.all([spend('default'), spend('acme')]);
-      expect(leaks).toEqual([]);
-      for (const tenant of TENANTS) {
+  it('Issue 8: receipts: concurrent issues, admissions and listings by two tenants stay apart', async () => {
+    const authority = h.authority!.url;
+    const capabilities = new Map<Tenant, Set<string>>(TENANTS.map((t) => [t, new Set()]));
+    const leaks: string[] = [];
+    const spend = async (tenant: Tenant) => {
+      for (let i = 0; i < PER_TENANT / 4; i++) {
+        const cap = await call(authority, 'POST', '/v1/capabilities', issuers.get(tenant)!, {
+          subject_public_key: generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
+          ttl_seconds: 600,
+          grants: [{ server_id: 'tools', tool_name: 'search', max_invocations: 100, max_cost_per_invocation: 10 }],
+        });
+        expect(cap.status).toBe(201);
+        capabilities.get(tenant)!.add(cap.body['id']);
+        await Promise.all(
+          [0, 1, 2].map(() =>
+            call(authority, 'POST', '/v1/admissions', cap.body['token'], {
+              request_id: `r-${randomUUID()}`,
+              server_id: 'tools',
+              tool_name: 'search',
+              requested_cost: 1,
+            }),
+          ),
+        );
         const page = await call(authority, 'GET', '/v1/receipts?limit=500', readers.get(tenant)!);
-        const seen = new Set((page.body['receipts'] as Json[]).map((r) => r['capability_id'] as string));
-        expect(seen).toEqual(capabilities.get(tenant));
+        for (const r of page.body['receipts'] as Json[])
+          if (!capabilities.get(tenant)!.has(r['capability_id'])) leaks.push(`${tenant} saw ${r['capability_id']}`);
       }
-    },
-    180_000,
-  );
+    };
+    await Promise.all([spend('default'), spend('acme')]);
+    expect(leaks).toEqual([]);
+    for (const tenant of TENANTS) {
+      const page = await call(authority, 'GET', '/v1/receipts?limit=500', readers.get(tenant)!);
+      const seen = new Set((page.body['receipts'] as Json[]).map((r) => r['capability_id'] as string));
+      expect(seen).toEqual(capabilities.get(tenant));
+    }
+  }, 180_000);
 });

@@ -64,6 +64,8 @@ export class AdmissionsController {
   @Post('settlements')
   @HttpCode(200)
   @Access('issuer', 'possession')
+  // A bound capability's own token settles or raises its hold only on a signed request (ADR 0011).
+  @SubjectSigned()
   async settle(
     @Body() body: SettleCommandDto,
     @Headers('idempotency-key') key: string | undefined,
@@ -82,6 +84,8 @@ export class AdmissionsController {
   @Post('holds/:id/increase')
   @HttpCode(200)
   @Access('issuer', 'possession')
+  // A bound capability's own token settles or raises its hold only on a signed request (ADR 0011).
+  @SubjectSigned()
   async increase(
     @Param('id') holdId: string,
     @Body() body: IncreaseBodyDto,

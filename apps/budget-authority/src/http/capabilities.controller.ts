@@ -151,7 +151,10 @@ export class CapabilitiesController {
   ) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const statuses = query.status === undefined ? undefined : [query.status];
-    const holds = await this.queries.holds(id, statuses, budgetScopeOf(caller));
+    const scope = budgetScopeOf(caller);
+    // Another tenant's or another capability's is the same 404 as a missing one, as on every read of a capability.
+    if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    const holds = await this.queries.holds(id, statuses, scope);
     return {
       holds: holds.map((h) => ({
         hold_id: h.holdId,
@@ -172,7 +175,9 @@ export class CapabilitiesController {
   @Access('reader', 'capability')
   async ambiguities(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const rows = await this.queries.ambiguities(id, budgetScopeOf(caller));
+    const scope = budgetScopeOf(caller);
+    if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    const rows = await this.queries.ambiguities(id, scope);
     return {
       ambiguities: rows.map((a) => ({
         ambiguity_id: a.ambiguityId,

@@ -104,6 +104,8 @@ function authority(n: TallyNames): NatsUserPermissions {
         // durable consumer, the reply cache, and the answer to the orchestrator's command inbox.
         ...durable(n.commandsStream, durableNameFor('budget')),
         ...kv(n.commandRepliesBucket),
+        // Subject signatures already spent (ADR 0011): create-if-absent, and a read on conflict.
+        ...kv(n.signatureReplayBucket),
         `${serviceInboxPrefix('agent-orchestrator')}.>`,
         ...leases(n, service),
       ],
@@ -142,6 +144,7 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         ...durable(n.workQueueStream, DISPATCH_CONSUMER),
         ...durable(n.commandsStream, durableNameFor('work')),
         ...kv(n.commandRepliesBucket),
+        ...kv(n.signatureReplayBucket),
         ...leases(n, service),
         // Work submitted over NATS (ADR 0003) is answered on the submitter's inbox, named in a
         // header; never the authority's or the operator's.

@@ -26,6 +26,7 @@ import type { TallyConfig } from './config.schema.js';
 import { streamLimitsOf } from './nats-runtime.js';
 import { leaseBucketSpec } from './projection-lease.js';
 import { leaseBucketName, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
+import { signatureReplayBucketSpec } from './signature-replay.js';
 
 export type TallyService = 'budget-authority' | 'agent-orchestrator';
 export const TALLY_SERVICES: readonly TallyService[] = ['budget-authority', 'agent-orchestrator'];
@@ -97,6 +98,7 @@ function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
   return [
     replyBucketSpec(names, replyBucketLimitsOf(config)),
     leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, config.streams.replicas),
+    signatureReplayBucketSpec(names, config.streams.replicas),
   ];
 }
 
