@@ -75,6 +75,7 @@ function streamInfos(n: TallyNames): string[] {
     n.deadLetterStream,
     kvStreamName(n.commandRepliesBucket),
     kvStreamName(leaseBucketName(n.namespace)),
+    kvStreamName(n.signatureReplayBucket),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
 }
