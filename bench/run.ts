@@ -11,6 +11,7 @@ import { authoritySuite } from './authority.bench.js';
 import { gatewaySuite } from './gateway.bench.js';
 import { clusterSuite } from './cluster.bench.js';
 import { spendPolicySuite } from './spend-policy.bench.js';
+import { idempotencySuite } from './idempotency.bench.js';
 import { guardSuite } from './guard.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
@@ -23,6 +24,7 @@ const suites: BenchSuite[] = [
   gatewaySuite,
   clusterSuite,
   spendPolicySuite,
+  idempotencySuite,
   guardSuite,
 ];
 // ---- End of suites. ----

@@ -21,8 +21,8 @@ import { adminHeaders, TEST_ADMIN_KEY } from '../test/support/auth.js';
 const SUITE = 'spend-policy';
 const CALLERS = 32;
 const TREES = 32;
-const ROUNDS = 3;
-const WINDOW_MS = 4_000;
+const ROUNDS = 5;
+const WINDOW_MS = 3_000;
 const SEND = { timeoutMs: 30_000, attemptsMax: 2 } as const;
 type Json = Record<string, unknown>;
 
@@ -119,8 +119,7 @@ async function pair(a: Authority, token: string, id: string): Promise<void> {
     `s-${id}`,
     {
       hold_id: admit.value['hold_id'],
-      outcome: { kind: 'completed', cost_units: 5, currency: 'USD' },
-      tokens_used: 60,
+      outcome: { kind: 'completed', cost_units: 5, currency: 'USD', tokens_used: 60 },
     },
     SEND,
   );
@@ -169,7 +168,10 @@ export const spendPolicySuite: BenchSuite = {
           `spend-policy: round ${round}: plain ${rates.plain.at(-1)!.toFixed(0)}/s, policy ${rates.policy.at(-1)!.toFixed(0)}/s`,
         );
       }
-      const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+      const mean = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
+      // Each round's two windows ran back to back, so their ratio is the least noisy figure on a shared machine.
+      const perRound = rates.policy.map((p, i) => p / rates.plain[i]!).sort((x, y) => x - y);
+      const median = perRound[Math.floor(perRound.length / 2)]!;
       const note = `${CALLERS} callers on ${TREES} trees, ${ROUNDS} interleaved ${windowMs} ms windows, core NATS`;
       return [
         { suite: SUITE, case: 'plain grant Admit+Settle', metric: 'pairs/s', value: mean(rates.plain), note },
@@ -180,6 +182,13 @@ export const spendPolicySuite: BenchSuite = {
           value: mean(rates.policy),
           baselineCase: 'plain grant Admit+Settle',
           note: 'daily period, requests/tokens per minute, max_concurrent, 3 alert thresholds; goal ratio ≥ 0.9',
+        },
+        {
+          suite: SUITE,
+          case: 'policy grant Admit+Settle',
+          metric: 'median round ratio',
+          value: median,
+          note: `per-round policy ÷ plain: ${perRound.map((r) => r.toFixed(2)).join(', ')}; goal ≥ 0.9`,
         },
       ];
     } finally {

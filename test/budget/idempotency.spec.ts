@@ -2,7 +2,7 @@
 // against real authority processes sharing one namespace. A key is scoped to the tenant (an
 // agent's to its capability) and the endpoint; the same request again gets the same answer,
 // another request under the key is a 409 idempotency_conflict naming it, and the records are
-// shared by the replicas (a JetStream KV bucket, ADR 0016).
+// shared by the replicas (a JetStream KV bucket, ADR 0023).
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { admitPayload, AuthorityStack, monetaryGrant, newSubjectKey, type Json } from './support/authority-stack.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { sharedNatsUrl } from '@tally/testing';
-import { admitPayload, AuthorityStack, eventually, type Json } from './support/authority-stack.js';
+import { admitPayload, AuthorityStack, eventually, holdIdOf, type Json } from './support/authority-stack.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
 
 const GRANT = { server_id: 'cost-srv', tool_name: 'compute', max_cost_per_invocation: 100, currency: 'USD' };
@@ -18,6 +18,9 @@ const ENV = {
   TALLY__WEBHOOKS__ATTEMPTS_MAX: '5',
   TALLY__WEBHOOKS__RETRY_BASE_MS: '200',
   TALLY__WEBHOOKS__RETRY_MAX_MS: '1000',
+  // Holds expire within seconds, so an uncaptured hold becomes hold.expired during the run.
+  TALLY__AUTHORITY__HOLD_TTL_MS: '2000',
+  TALLY__AUTHORITY__EXPIRY_INTERVAL_MS: '500',
   LOG_LEVEL: 'debug',
 };
 
@@ -153,6 +156,13 @@ describe('tenant webhooks (issue 11)', () => {
     expect(recorded.at(-1)).toMatchObject({ outcome: 'delivered', status: 204 });
     expect(recorded.slice(0, -1).every((a) => a['retry_in_ms'] > 0)).toBe(true);
     expect(JSON.stringify(recorded)).not.toContain('a body Tally must not keep');
+    // The tries are counted in the delivery series of the replicas that made them.
+    const metrics = (
+      await Promise.all(stack.processes.map(async (p) => (await fetch(`${p.url}/metrics`)).text()))
+    ).join('\n');
+    expect(sumOf(metrics, 'tally_webhook_deliveries_total', 'outcome="delivered"')).toBeGreaterThanOrEqual(1);
+    expect(sumOf(metrics, 'tally_webhook_delivery_failures_total', 'reason="status_5xx"')).toBeGreaterThanOrEqual(1);
+    expect(sumOf(metrics, 'tally_webhook_delivery_failures_total', 'reason="timeout"')).toBeGreaterThanOrEqual(1);
     // The alert never comes again.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(receiver.callsTo('/flaky').filter((c) => c.behaviour === 'ok')).toHaveLength(1);
@@ -196,6 +206,87 @@ describe('tenant webhooks (issue 11)', () => {
     expect(receiver.callsTo('/redirected')).toHaveLength(0);
   }, 180_000);
 });
+
+describe('the other tenant webhook events (issue 11)', () => {
+  it('Issue 11: an uncaptured hold that expires is sent as hold.expired and a revocation as capability.revoked, each signed, to the endpoint that asked for them', async () => {
+    await register('/lifecycle', ['hold.expired', 'capability.revoked']);
+    const cap = await stack.issue([{ ...GRANT, max_total_cost_units: 1000 }]);
+    // An admission stalled at the (test-only) admission hook leaves its hold uncaptured until it expires.
+    await stack.faults({ hook: { block: true } });
+    const stalled = stack.admit(admitPayload(cap['token'], 'left-open', 'standalone', { requested_cost: 5 }));
+    const holdId = holdIdOf('left-open', cap['id'] as string);
+    const expired = await eventually(
+      async () => receiver.callsTo('/lifecycle').map((c) => JSON.parse(c.body) as Json),
+      (bodies) => bodies.some((b) => b['type'] === 'hold.expired' && b['data']['hold_id'] === holdId),
+      60_000,
+      'hold.expired',
+    );
+    expect(expired.find((b) => b['type'] === 'hold.expired')!['data']).toMatchObject({
+      tenant_id: 'default',
+      capability_id: cap['id'],
+      grant_index: 0,
+    });
+    await stack.faults({ hook: { block: false } });
+    expect((await stalled)['verdict']).toBe('deny');
+    await stack.ok('POST', `/v1/capabilities/${cap['id']}/revoke`);
+    const revoked = await eventually(
+      async () => receiver.callsTo('/lifecycle').map((c) => JSON.parse(c.body) as Json),
+      (bodies) => bodies.some((b) => b['type'] === 'capability.revoked'),
+      60_000,
+      'capability.revoked',
+    );
+    expect(revoked.find((b) => b['type'] === 'capability.revoked')!['data']).toMatchObject({
+      capability_id: cap['id'],
+      revoked_ids: [cap['id']],
+    });
+    expect(receiver.callsTo('/lifecycle').every((c) => c.verified)).toBe(true);
+  }, 120_000);
+});
+
+describe('webhooks are per tenant (issue 11)', () => {
+  it("Issue 11: a tenant's endpoint hears its own tenant's alerts and no other tenant's", async () => {
+    await stack.ok('POST', '/v1/tenants', { id: 'globex' });
+    await register('/globex', ['budget.threshold_crossed'], 'globex');
+    await register('/default-tenant', ['budget.threshold_crossed']);
+    const grant = { ...GRANT, max_total_cost_units: 100, alert_at_percent: [10] };
+    const theirs = await stack.issue([grant], { tenant_id: 'globex' });
+    const others = await stack.issue([grant]);
+    for (const [cap, label] of [
+      [others, 'default-crossing'],
+      [theirs, 'globex-crossing'],
+    ] as const)
+      expect(
+        (await stack.admit(admitPayload(cap['token'], label, 'standalone', { requested_cost: 20 })))['verdict'],
+      ).toBe('allow');
+    await eventually(
+      async () => receiver.callsTo('/globex').length,
+      (n) => n >= 1,
+      60_000,
+      "globex's alert",
+    );
+    // The default tenant's alert reached its own endpoint, so anything for globex has been sent by now.
+    await eventually(
+      async () => receiver.callsTo('/default-tenant').filter((c) => c.body.includes(others['id'] as string)).length,
+      (n) => n >= 1,
+      60_000,
+      "the default tenant's alert",
+    );
+    const bodies = receiver.callsTo('/globex').map((c) => JSON.parse(c.body) as Json);
+    expect(bodies).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ tenant_id: 'globex', capability_id: theirs['id'] }) }),
+    ]);
+    expect(receiver.callsTo('/globex')[0]!.verified).toBe(true);
+    expect(receiver.callsTo('/default-tenant').some((c) => c.body.includes(theirs['id'] as string))).toBe(false);
+  }, 120_000);
+});
+
+/** The sum of a Prometheus series' samples whose labels include `label`. */
+function sumOf(text: string, name: string, label: string): number {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) && line.includes(label))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
 
 /** Every message of a stream as text, to prove what it does not hold. */
 async function streamText(stream: string): Promise<string> {

@@ -266,6 +266,9 @@ describe('POST /v1/chat/completions with the official OpenAI SDK', () => {
       )
       .catch((e: unknown) => e);
     expect((changed as InstanceType<typeof OpenAI.APIError>).status).toBe(409);
+    // Issue 8: the same code as on every endpoint that takes a key, and the key is named.
+    expect((changed as InstanceType<typeof OpenAI.APIError>).code).toBe('idempotency_conflict');
+    expect((changed as InstanceType<typeof OpenAI.APIError>).message).toContain(key);
   });
 
   it('item 1 fallback via x-tally-fallbacks: a failing first leg falls back to the next, recorded as route_fallback', async () => {

@@ -150,5 +150,5 @@ describe('issue 10 replay of gateway receipts', () => {
     );
     expect(await receiptBytes(ids)).toEqual(before);
     expect((await digestOf(empty)).digest).toBe(live.digest);
-  });
+  }, 240_000);
 });

@@ -12,7 +12,7 @@ import { jetstream, jetstreamManager, AckPolicy, type JetStreamManager } from '@
 import { PermissionViolationError, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { tallyNames } from '@tally/contracts';
-import { natsDeployFiles, serviceInboxPrefix, OPERATOR_INBOX_PREFIX } from '@tally/platform-app';
+import { natsDeployFiles, serviceInboxPrefix, OPERATOR_INBOX_PREFIX, webhookNames } from '@tally/platform-app';
 import { PrivateNatsServer, ServiceProcess } from '@tally/testing';
 import { adminHeaders } from '../support/auth.js';
 import { runTally } from '../cli/support/run-cli.js';
@@ -25,6 +25,9 @@ const PASSWORDS = {
 };
 type User = keyof typeof PASSWORDS;
 const names = tallyNames('tally');
+/** The authority's streams the orchestrator must not touch: the budget ledger, the directory, the webhooks' ledger. */
+const AUTHORITY_STREAMS = [names.budgetEventsStream, names.directoryEventsStream, webhookNames(names).eventsStream];
+const ORCHESTRATOR_STREAMS = [names.workEventsStream, names.workQueueStream];
 /** The generated file runs as it is: the namespace it was generated for, on a server of this test's own. */
 const STACK_ENV = {
   TALLY_NAMESPACE: 'tally',
@@ -108,17 +111,17 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
   it('Issue 9: each service as its own user runs the metered smoke path with no permission violation', async () => {
     await h.startAuthority(loginEnv('budget-authority'));
     await h.start(1, loginEnv('agent-orchestrator'));
-    const authority = async (method: string, path: string, body?: unknown) => {
+    const authority = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await fetch(`${h.authority!.url}${path}`, {
         method,
-        headers: { 'content-type': 'application/json', ...adminHeaders() },
+        headers: { 'content-type': 'application/json', ...adminHeaders(), ...headers },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       expect(res.status).toBeLessThan(300);
       return (await res.json()) as Record<string, unknown>;
     };
     const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
-    const cap = await authority('POST', '/v1/capabilities', {
+    const issue = {
       subject_public_key: subject,
       ttl_seconds: 3600,
       grants: [
@@ -131,7 +134,12 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
           currency: 'USD',
         },
       ],
-    });
+    };
+    // With an Idempotency-Key: the authority user writes and reads its record in the idempotency bucket.
+    const cap = await authority('POST', '/v1/capabilities', issue, { 'idempotency-key': 'least-privilege' });
+    expect((await authority('POST', '/v1/capabilities', issue, { 'idempotency-key': 'least-privilege' }))['id']).toBe(
+      cap['id'],
+    );
     h.provider().script('ok-model', [
       { kind: 'stream', chunks: ['least privilege'], usage: { input_tokens: 5, output_tokens: 3 } },
     ]);
@@ -157,18 +165,12 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
   }, 240_000);
 
   it('Issue 9: the orchestrator user is refused the budget ledger, budget consumers, and anyone else’s replies', async () => {
-    const refused = await probe('agent-orchestrator', 'budget-authority', [
-      names.budgetEventsStream,
-      names.directoryEventsStream,
-    ]);
+    const refused = await probe('agent-orchestrator', 'budget-authority', AUTHORITY_STREAMS);
     expect(refused).toEqual(expectedRefusals('agent-orchestrator', 'budget-authority'));
   }, 60_000);
 
   it('Issue 9: the authority user is refused the same on the work streams', async () => {
-    const refused = await probe('budget-authority', 'agent-orchestrator', [
-      names.workEventsStream,
-      names.workQueueStream,
-    ]);
+    const refused = await probe('budget-authority', 'agent-orchestrator', ORCHESTRATOR_STREAMS);
     expect(refused).toEqual(expectedRefusals('budget-authority', 'agent-orchestrator'));
   }, 60_000);
 });
@@ -179,10 +181,7 @@ function foreignEventSubject(other: User): string {
 }
 
 function expectedRefusals(user: User, other: User): Record<string, string> {
-  const streams =
-    other === 'budget-authority'
-      ? [names.budgetEventsStream, names.directoryEventsStream]
-      : [names.workEventsStream, names.workQueueStream];
+  const streams = other === 'budget-authority' ? AUTHORITY_STREAMS : ORCHESTRATOR_STREAMS;
   const out: Record<string, string> = { [`publish ${foreignEventSubject(other)}`]: 'refused' };
   for (const s of streams) {
     for (const action of ['delete', 'update', 'purge', 'create consumer', 'create durable consumer'])

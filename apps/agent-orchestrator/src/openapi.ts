@@ -186,12 +186,23 @@ export const orchestratorOpenApi: Record<string, unknown> = {
     '/v1/work': {
       post: {
         operationId: 'submitWork',
-        summary: 'Submit a work unit (idempotent by work_id)',
+        summary: 'Submit a work unit (idempotent by work_id, or by Idempotency-Key when there is none)',
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            description: "Without work_id: names the unit within the caller's tenant and capability (ADR 0023)",
+            schema: { type: 'string', minLength: 1, maxLength: 255 },
+          },
+        ],
         requestBody: { required: true, content: json(ref('SubmitWork')) },
         responses: {
           '202': { description: 'Recorded and queued', content: json(ref('Accepted')) },
           '400': { description: 'Invalid body; errors name each field', content: problem },
-          '409': { description: 'The work_id exists with different content', content: problem },
+          '409': {
+            description: 'The work_id exists with different content, or idempotency_conflict for a reused key',
+            content: problem,
+          },
         },
       },
     },

@@ -4,7 +4,9 @@
 // here and reported as field errors, like any other validation failure.
 import { createHash } from 'node:crypto';
 import {
+  boundaryTextErrors,
   moneyFromWire,
+  PARAMETERS_DEPTH_MAX,
   moneyToWire,
   type AdmitCommandDto,
   type FieldError,
@@ -45,6 +47,9 @@ export function toAdmitCommand(dto: AdmitCommandDto, commandId: string, bearer?:
       errors.push({ field: 'context.session_id', message: 'session_id is required when kind is session' });
     else context = { kind: 'session', session_id: dto.context.session_id };
   }
+  // Bounded before it is hashed: the canonical form recurses once per level.
+  const deep = boundaryTextErrors(dto.parameters, 'parameters', PARAMETERS_DEPTH_MAX);
+  if (deep.length > 0) return { ok: false, errors: [...errors, ...deep] };
   const hash = parametersHash(dto.parameters);
   if (dto.parameters_hash !== undefined && dto.parameters !== undefined && dto.parameters_hash !== hash) {
     errors.push({

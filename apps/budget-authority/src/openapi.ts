@@ -13,6 +13,13 @@ const problem = (description: string) => ({
   content: { 'application/problem+json': { schema: ref('Problem') } },
 });
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+/** Scoped to the tenant and the endpoint (ADR 0023); reused with another request it is a 409 idempotency_conflict. */
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  description: 'The same key and request get the same answer; another request under the key is a 409',
+  schema: { type: 'string', minLength: 1, maxLength: 256 },
+};
 
 const schemas = {
   Problem: PROBLEM_JSON_SCHEMA,
@@ -254,11 +261,13 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'issueCapability',
         summary: 'Issue a capability, or delegate one with parent_id (it only narrows)',
+        parameters: [idempotencyKey],
         requestBody: { required: true, ...json(ref('IssueCapability')) },
         responses: {
           201: { description: 'issued', ...json(ref('IssuedCapability')) },
           400: problem('invalid input'),
           404: problem('unknown parent'),
+          409: problem('idempotency_conflict: the Idempotency-Key was used with another request'),
           422: problem('refused by the delegation rules'),
         },
       },
@@ -304,11 +313,12 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'admit',
         summary: 'The HTTP twin of the Admit command; send Idempotency-Key to make a retry return the first answer',
-        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
+        parameters: [idempotencyKey],
         requestBody: { required: true, ...json(ref('Admission')) },
         responses: {
           200: { description: 'the decision with its signed receipt', ...json(ref('Decision')) },
           400: problem('invalid input'),
+          409: problem('idempotency_conflict: the Idempotency-Key was used with another request'),
         },
       },
     },
@@ -316,7 +326,7 @@ export const authorityOpenApi: Record<string, unknown> = {
       post: {
         operationId: 'settle',
         summary: 'The HTTP twin of the Settle command',
-        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
+        parameters: [idempotencyKey],
         requestBody: { required: true, ...json(ref('Settlement')) },
         responses: {
           200: {
@@ -325,6 +335,7 @@ export const authorityOpenApi: Record<string, unknown> = {
           },
           400: problem('invalid input'),
           404: problem('unknown hold'),
+          409: problem('idempotency_conflict: the Idempotency-Key was used with another request'),
         },
       },
     },
@@ -363,6 +374,42 @@ export const authorityOpenApi: Record<string, unknown> = {
       get: {
         operationId: 'keys',
         responses: { 200: { description: 'the keys receipts and tokens are signed with', ...json(ref('Keys')) } },
+      },
+    },
+    '/v1/signing-keys': {
+      get: {
+        operationId: 'signingKeys',
+        summary: 'Admin: every signing key the ledger knows, retired ones too (ADR 0014)',
+        responses: { 200: { description: 'active_key_id and keys with status and dates' } },
+      },
+    },
+    '/v1/signing-keys/rotate': {
+      post: {
+        operationId: 'rotateSigningKey',
+        summary:
+          'Admin: add a signing key (or activate key_id from the keyring) and make it active; old signatures keep verifying',
+        requestBody: {
+          required: false,
+          ...json({ type: 'object', additionalProperties: false, properties: { key_id: { type: 'string' } } }),
+        },
+        responses: {
+          200: { description: 'the new active key and previous_key_id' },
+          404: problem('key_id is not in the keyring'),
+          503: problem('the keyring cannot be written'),
+        },
+      },
+    },
+    '/v1/signing-keys/{id}/retire': {
+      post: {
+        operationId: 'retireSigningKey',
+        summary:
+          'Admin: unpublish a signing key that is not active; what it signed no longer verifies against /v1/keys',
+        parameters: [idParam],
+        responses: {
+          200: { description: 'the retired key' },
+          404: problem('unknown key'),
+          409: problem('signing_key_active: activate another key first'),
+        },
       },
     },
     '/v1/test/faults': {

@@ -18,13 +18,22 @@ export const BACKUP_STREAM_KINDS = {
   'budget-events': (n: TallyNames) => n.budgetEventsStream,
   'work-events': (n: TallyNames) => n.workEventsStream,
   'directory-events': (n: TallyNames) => n.directoryEventsStream,
+  'webhook-events': (n: TallyNames) => n.webhookEventsStream,
   'work-queue': (n: TallyNames) => n.workQueueStream,
   commands: (n: TallyNames) => n.commandsStream,
   'dead-letters': (n: TallyNames) => n.deadLetterStream,
 } as const;
 export type BackupStreamKind = keyof typeof BACKUP_STREAM_KINDS;
-/** The ledger: budgets, work, and the directory (tenants, operator keys, signing keys), without which tokens no longer verify. */
-export const LEDGER_STREAM_KINDS: readonly BackupStreamKind[] = ['budget-events', 'work-events', 'directory-events'];
+/**
+ * The ledger: budgets, work, the directory (tenants, operator keys, signing keys), without
+ * which tokens no longer verify, and the tenants' webhook endpoints with their deliveries.
+ */
+export const LEDGER_STREAM_KINDS: readonly BackupStreamKind[] = [
+  'budget-events',
+  'work-events',
+  'directory-events',
+  'webhook-events',
+];
 
 export interface BackupStreamEntry {
   readonly kind: BackupStreamKind;

@@ -6,12 +6,14 @@
 import { runCli, tallyProgram } from './cli/program.js';
 import { auditCommand } from './commands/audit.js';
 import { backupCommand } from './commands/backup.js';
+import { keysCommand } from './commands/keys.js';
 import { migrateCommand } from './commands/migrate.js';
 import { natsConfigCommand } from './commands/nats-config.js';
 import { provisionCommand } from './commands/provision.js';
 import { receiptsCommand } from './commands/receipts.js';
 import { replayCommand } from './commands/replay.js';
 import { restoreCommand } from './commands/restore.js';
+import { tenantsCommand } from './commands/tenants.js';
 import { upCommand } from './commands/up.js';
 
 const program = tallyProgram();
@@ -24,6 +26,8 @@ program.addCommand(restoreCommand());
 program.addCommand(receiptsCommand());
 program.addCommand(natsConfigCommand());
 program.addCommand(auditCommand());
+program.addCommand(keysCommand());
+program.addCommand(tenantsCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
 function exitAfterFlush(code: number): void {

@@ -9,3 +9,5 @@ export * from './work.dto.js';
 export * from './budget.dto.js';
 export { canonicalJson } from './canonical-json.js';
 export * from './receipt-chain.js';
+export * from './size-limits.js';
+export * from './boundary-text.js';

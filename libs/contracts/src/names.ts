@@ -14,6 +14,8 @@ export interface TallyNames {
   readonly idempotencyBucket: string;
   /** Tenants, operator keys and signing keys: written by the authority, read by both services. */
   readonly directoryEventsStream: string;
+  /** Tenant webhook endpoints and every delivery attempt (ADR 0040): ledger, kept with the others. */
+  readonly webhookEventsStream: string;
   readonly directoryEventsWildcard: string;
   directoryTenantSubject(tenantId: string): string;
   readonly directorySigningKeysSubject: string;
@@ -67,6 +69,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     commandRepliesBucket: `${upper}_COMMAND_REPLIES`,
     idempotencyBucket: `${upper}_IDEMPOTENCY`,
     directoryEventsStream: `${upper}_DIRECTORY_EVENTS`,
+    webhookEventsStream: `${upper}_WEBHOOK_EVENTS`,
     directoryEventsWildcard: `${namespace}.directory.evt.>`,
     directoryTenantSubject: (id) => `${namespace}.directory.evt.tenant.${assertSubjectToken(id, 'tenantId')}`,
     directorySigningKeysSubject: `${namespace}.directory.evt.signing-keys`,

@@ -20,6 +20,7 @@ export class RejectedDropIn {
         data: Buffer.from(JSON.stringify(body ?? null)),
       },
       this.ctx.config.nats.publish_timeout_ms,
+      this.ctx.config.streams.max_msg_size_bytes,
     ).catch((error: unknown) => this.ctx.logger.error(error));
   }
 }

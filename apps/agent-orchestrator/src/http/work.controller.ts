@@ -24,7 +24,7 @@ export function ownerOf(caller: Principal, bodyToken: string | undefined): WorkO
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
- * Without a work_id, an Idempotency-Key names the unit (ADR 0016): the work id derives from
+ * Without a work_id, an Idempotency-Key names the unit (ADR 0023): the work id derives from
  * the tenant, the capability, the endpoint and the key, and the work ledger keeps one unit per
  * id, comparing a resubmission with what it holds. Two tenants' keys never meet.
  */

@@ -36,7 +36,7 @@ export class AdmissionsController {
   ) {}
 
   /**
-   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0016), else a
+   * The command id of a valid call: the one its Idempotency-Key recorded (ADR 0023), else a
    * fresh one. Asked only once the call passed validation, so a refused call never uses up a key.
    */
   private async commandIdOf(call: Omit<IdempotentCall, 'caller'>, caller: Principal): Promise<string> {
@@ -64,8 +64,6 @@ export class AdmissionsController {
   @Post('settlements')
   @HttpCode(200)
   @Access('issuer', 'possession')
-  // A bound capability's own token settles or raises its hold only on a signed request (ADR 0011).
-  @SubjectSigned()
   async settle(
     @Body() body: SettleCommandDto,
     @Headers('idempotency-key') key: string | undefined,
@@ -84,8 +82,6 @@ export class AdmissionsController {
   @Post('holds/:id/increase')
   @HttpCode(200)
   @Access('issuer', 'possession')
-  // A bound capability's own token settles or raises its hold only on a signed request (ADR 0011).
-  @SubjectSigned()
   async increase(
     @Param('id') holdId: string,
     @Body() body: IncreaseBodyDto,
@@ -111,9 +107,8 @@ export class AdmissionsController {
   }
 
   /**
-   * Who asks to act on a hold (http-api.md, Credentials): the hold's admission proof, an
-   * issuer or admin (its tenant is checked against the hold by the authority), or the token
-   * of the capability the hold was admitted on. A proof that does not verify for this hold
+   * Who asks to act on a hold (http-api.md, Credentials): the hold's admission proof, or an
+   * issuer or admin (its tenant is checked against the hold by the authority). A proof that does not verify for this hold
    * is answered like an unknown hold at once, without a command; a reader may not settle;
    * no credential at all is a 401.
    */
@@ -128,8 +123,9 @@ export class AdmissionsController {
     }
     if (hasRole(caller, 'issuer'))
       return caller.role === 'admin' ? { kind: 'operator' } : { kind: 'operator', tenant_id: caller.tenant_id };
-    if (caller.kind === 'capability') return { kind: 'capability_token', token: caller.token };
-    throw possessionRefused(caller, "an issuer key, the hold's admission_proof or its capability token");
+    // A capability token alone does not settle over HTTP (http-api.md, Credentials): the proof
+    // the admission returned does. The orchestrator's NATS settlements carry the token instead.
+    throw possessionRefused(caller, "an issuer key, or the hold's admission_proof,");
   }
 
   /** A proof the authority signed for exactly this hold. */

@@ -150,10 +150,10 @@ export class CapabilitiesController {
     @Caller() caller: Principal,
   ) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const statuses = query.status === undefined ? undefined : [query.status];
     const scope = budgetScopeOf(caller);
-    // Another tenant's or another capability's is the same 404 as a missing one, as on every read of a capability.
+    // An empty list would tell another caller the capability exists: it is the same 404 as a missing one.
     if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    const statuses = query.status === undefined ? undefined : [query.status];
     const holds = await this.queries.holds(id, statuses, scope);
     return {
       holds: holds.map((h) => ({

@@ -20,7 +20,7 @@ export function commandIdFrom(key: string | undefined): string | undefined {
   return `http-${key}`;
 }
 
-/** `recorded` is the command id an Idempotency-Key recorded (ADR 0016); without one, a new command. */
+/** `recorded` is the command id an Idempotency-Key recorded (ADR 0023); without one, a new command. */
 export function freshCommandId(key: string | undefined, recorded?: string): string {
   return recorded ?? commandIdFrom(key) ?? `http-${randomUUID()}`;
 }

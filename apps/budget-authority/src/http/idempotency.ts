@@ -1,4 +1,4 @@
-// Idempotency-Key on the authority's POST endpoints (ADR 0016). The key is scoped to the
+// Idempotency-Key on the authority's POST endpoints (ADR 0023). The key is scoped to the
 // caller's tenant and the endpoint; the request's fingerprint covers its body, its path and
 // who acts. The first use records a fresh command id; the same request again runs under it,
 // and the ledger answers a known command id with what it recorded, so the answer is the same.

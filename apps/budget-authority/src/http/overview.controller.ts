@@ -4,11 +4,12 @@
 // in its query exactly as GET /v1/receipts is.
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { moneyToWire } from '@tally/contracts';
-import { OverviewQueries, type OverviewScope } from '@tally/budget-projections';
-import { Access, Caller, DEFAULT_TENANT, readScopeOf, type Principal } from '@tally/platform-auth';
+import { OverviewQueries } from '@tally/budget-projections';
+import { Access, Caller, type Principal } from '@tally/platform-auth';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
 import type { WireGrant } from '@tally/budget-projections';
+import { budgetScopeOf } from './capability-access.js';
 
 export const OVERVIEW_LIMIT_MAX = 1_000;
 const OVERVIEW_LIMIT_DEFAULT = 200;
@@ -42,11 +43,6 @@ export class SpendQueryDto {
  * What the caller may see. Capabilities carry no tenant in the projection yet, so every
  * tree belongs to the tenant `default` (as for GET /v1/receipts).
  */
-function scopeOf(caller: Principal): OverviewScope {
-  const scope = readScopeOf(caller);
-  const visible = scope.tenant_id === undefined || scope.tenant_id === DEFAULT_TENANT;
-  return { visible, ...(scope.capability_id === undefined ? {} : { capabilityId: scope.capability_id }) };
-}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -76,14 +72,14 @@ export class OverviewController {
   @Access('reader', 'capability')
   async capabilities(@Query() query: CapabilityListQueryDto, @Caller() caller: Principal) {
     const limit = query.limit ?? OVERVIEW_LIMIT_DEFAULT;
-    const rows = await this.queries.capabilities(scopeOf(caller), query.after ?? 0, limit);
+    const rows = await this.queries.capabilities(budgetScopeOf(caller), query.after ?? 0, limit);
     const usage = await this.queries.usageOf(rows.map((r) => r.capabilityId));
     return {
       capabilities: rows.map((r) => ({
         id: r.capabilityId,
         root_id: r.rootId,
         parent_id: r.parentId,
-        tenant_id: DEFAULT_TENANT,
+        tenant_id: r.tenantId,
         depth: r.depth,
         issued_at: iso(r.issuedAtMs),
         expires_at: iso(r.expiresAtMs),
@@ -110,7 +106,7 @@ export class OverviewController {
   @Get('holds')
   @Access('reader', 'capability')
   async holds(@Query() query: ListQueryDto, @Caller() caller: Principal) {
-    const rows = await this.queries.openHolds(scopeOf(caller), query.limit ?? OVERVIEW_LIMIT_DEFAULT);
+    const rows = await this.queries.openHolds(budgetScopeOf(caller), query.limit ?? OVERVIEW_LIMIT_DEFAULT);
     return {
       holds: rows.map((h) => ({
         hold_id: h.holdId,
@@ -130,7 +126,7 @@ export class OverviewController {
   @Access('reader', 'capability')
   async ambiguities(@Query() query: AmbiguityListQueryDto, @Caller() caller: Principal) {
     const open = (query.status ?? 'open') === 'open';
-    const rows = await this.queries.ambiguities(scopeOf(caller), open, query.limit ?? OVERVIEW_LIMIT_DEFAULT);
+    const rows = await this.queries.ambiguities(budgetScopeOf(caller), open, query.limit ?? OVERVIEW_LIMIT_DEFAULT);
     return {
       ambiguities: rows.map((a) => ({
         ambiguity_id: a.ambiguityId,
@@ -156,7 +152,7 @@ export class OverviewController {
     const now = Date.now();
     const floor = now - SPEND_BUCKETS_MAX * size;
     const since = Math.max(query.since === undefined ? now - 60 * size : Date.parse(query.since), floor);
-    const series = await this.queries.spend(scopeOf(caller), since, size);
+    const series = await this.queries.spend(budgetScopeOf(caller), since, size);
     return {
       bucket,
       since: new Date(since).toISOString(),

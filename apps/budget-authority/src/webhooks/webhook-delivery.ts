@@ -7,7 +7,7 @@
 // and the next call carries the same webhook-id (ADR 0040).
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { validatePlain } from '@tally/contracts';
-import type { HostContext } from '@tally/platform-app';
+import { webhookMetrics, type HostContext, type WebhookMetrics } from '@tally/platform-app';
 import { ensureConsumer, publishDeadLetter } from '@tally/platform-jetstream';
 import type { WebhookEndpoints } from './webhook-endpoints.js';
 import {
@@ -18,7 +18,7 @@ import {
   type WebhookOutboxMessage,
 } from './webhook-events.js';
 import { retryDelayMs, urlRefusal, type RetryPolicy } from './webhook-policy.js';
-import { callWebhook, type CallResult } from './webhook-sender.js';
+import { callWebhook, failureReason, type CallResult } from './webhook-sender.js';
 import type { WebhookNames } from './webhook-streams.js';
 
 /** Beyond the call's own timeout, how long the server waits before it hands an unsettled message to another replica. */
@@ -26,6 +26,8 @@ const ACK_WAIT_MARGIN_MS = 5_000;
 const FETCH_EXPIRES_MS = 5_000;
 const FETCH_RETRY_DELAY_MS = 1_000;
 const STOP_TIMEOUT_MS = 15_000;
+/** How often the outbox's backlog is read for tally_webhook_deliveries_pending. */
+const PENDING_READ_INTERVAL_MS = 5_000;
 
 export interface DeliveryDeps {
   readonly ctx: HostContext;
@@ -42,23 +44,28 @@ export class WebhookDelivery {
   private loop: Promise<void> | undefined;
   private readonly retry: RetryPolicy;
   private readonly registry = webhookEventRegistry();
+  private readonly metrics: WebhookMetrics;
+  private pendingReadAtMs = 0;
 
   constructor(private readonly d: DeliveryDeps) {
     const w = d.ctx.config.webhooks;
     this.retry = { attemptsMax: w.attempts_max, retryBaseMs: w.retry_base_ms, retryMaxMs: w.retry_max_ms };
+    this.metrics = webhookMetrics(d.ctx.metrics.registry);
   }
 
   async start(): Promise<this> {
     const w = this.d.ctx.config.webhooks;
-    await ensureConsumer(this.d.ctx.nats.jsm, {
-      stream: this.d.names.outboxStream,
-      durable: this.d.names.deliveryDurable,
-      filterSubject: this.d.names.outboxSubject,
-      ackWaitMs: w.timeout_ms + ACK_WAIT_MARGIN_MS,
-      // One spare delivery: a message whose last call crashed is dead-lettered without another call.
-      deliveriesMax: w.attempts_max + 1,
-      ackPendingMax: 4_096,
-    });
+    // With nats.provision: check an operator created the consumer; this user only pulls from it.
+    if (this.d.ctx.config.nats.provision === 'auto')
+      await ensureConsumer(this.d.ctx.nats.jsm, {
+        stream: this.d.names.outboxStream,
+        durable: this.d.names.deliveryDurable,
+        filterSubject: this.d.names.outboxSubject,
+        ackWaitMs: w.timeout_ms + ACK_WAIT_MARGIN_MS,
+        // One spare delivery: a message whose last call crashed is dead-lettered without another call.
+        deliveriesMax: w.attempts_max + 1,
+        ackPendingMax: 4_096,
+      });
     const consumer = await this.d.ctx.nats.js.consumers.get(this.d.names.outboxStream, this.d.names.deliveryDurable);
     this.loop = this.run(consumer);
     return this;
@@ -85,12 +92,31 @@ export class WebhookDelivery {
       try {
         const batch = await consumer.fetch({ max_messages: free, expires: FETCH_EXPIRES_MS });
         for await (const msg of batch) this.dispatch(msg);
+        await this.readPending(consumer);
       } catch (error) {
         if (this.stopping) break;
         this.log('warn', 'webhook outbox fetch failed; retrying', { error: String(error) });
         await new Promise((r) => setTimeout(r, FETCH_RETRY_DELAY_MS));
       }
     }
+  }
+
+  /** The outbox's backlog (waiting and in flight), read at most every PENDING_READ_INTERVAL_MS. */
+  private async readPending(consumer: Consumer): Promise<void> {
+    if (Date.now() - this.pendingReadAtMs < PENDING_READ_INTERVAL_MS) return;
+    this.pendingReadAtMs = Date.now();
+    const info = await consumer.info().catch(() => undefined);
+    if (info) this.metrics.pending.set(info.num_pending + info.num_ack_pending);
+  }
+
+  /** One try in the delivery series: its outcome, why it failed, and how long an answer took. */
+  private observe(type: string, r: CallResult): void {
+    const outcome = r.ok ? 'delivered' : r.status === undefined ? 'unreachable' : 'failed';
+    this.metrics.deliveries.inc({ event: type, outcome });
+    if (r.status !== undefined) this.metrics.latency.observe({ event: type }, r.durationMs / 1000);
+    if (r.ok) return;
+    const reason = failureReason(r);
+    this.metrics.failures.inc({ event: type, reason });
   }
 
   private dispatch(msg: JsMsg): void {
@@ -119,7 +145,10 @@ export class WebhookDelivery {
     const endpoint = await this.d.endpoints.endpoint(decoded.tenant_id, decoded.endpoint_id);
     if (!endpoint) return this.giveUp(msg, decoded, attempt - 1, 'endpoint_deleted');
     const refusal = urlRefusal(endpoint.url, { allowHttpLoopback: this.d.ctx.config.webhooks.allow_http_loopback });
-    if (refusal) return this.giveUp(msg, decoded, attempt - 1, 'url_refused', refusal);
+    if (refusal) {
+      this.metrics.failures.inc({ event: decoded.type, reason: 'refused_url' });
+      return this.giveUp(msg, decoded, attempt - 1, 'url_refused', refusal);
+    }
     if (attempt > this.retry.attemptsMax)
       return this.giveUp(msg, decoded, attempt - 1, 'attempts_exhausted', 'the last attempt did not finish');
     const result = await callWebhook({
@@ -130,6 +159,7 @@ export class WebhookDelivery {
       timeoutMs: this.d.ctx.config.webhooks.timeout_ms,
       now: new Date(),
     });
+    this.observe(decoded.type, result);
     const retryIn = result.ok ? undefined : retryDelayMs(attempt, this.retry, Math.random());
     await this.recordAttempt(decoded, attempt, result, retryIn);
     if (result.ok) {

@@ -64,3 +64,11 @@ function describe(error: unknown, timeoutMs: number): string {
   const code = e.cause?.code;
   return code ? `connection failed: ${code}` : 'connection failed';
 }
+
+/** The failure label of a try that did not deliver (tally_webhook_delivery_failures_total). */
+export function failureReason(r: CallResult): 'timeout' | 'network' | 'status_5xx' | 'status_4xx' | 'redirect' {
+  if (r.status === undefined) return r.error?.startsWith('timeout') ? 'timeout' : 'network';
+  if (r.status >= 500) return 'status_5xx';
+  if (r.status >= 400) return 'status_4xx';
+  return 'redirect';
+}

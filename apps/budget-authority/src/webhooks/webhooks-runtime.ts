@@ -8,7 +8,7 @@ import { JetStreamEventStore } from '@tally/platform-jetstream';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { WebhookEndpoints } from './webhook-endpoints.js';
 import { webhookEventRegistry } from './webhook-events.js';
-import { startWebhookFanout } from './webhook-fanout.js';
+import { WebhookFanout } from './webhook-fanout.js';
 import type { UrlPolicy } from './webhook-policy.js';
 import { provisionWebhookStreams, webhookNames, type WebhookNames } from './webhook-streams.js';
 
@@ -56,10 +56,13 @@ export function buildWebhooksRuntime(ctx: HostContext, signer: Ed25519Signer): W
     endpoints,
     urlPolicy: { allowHttpLoopback: ctx.config.webhooks.allow_http_loopback },
     log: async (subject) => (await store.load(subject)).events.map((e) => ({ ...e.event.payload })),
-    provision: () => provisionWebhookStreams(ctx.nats.jsm, names, ctx.config),
+    // With nats.provision: check an operator created them (`tally provision`), and this user may not.
+    provision: async () => {
+      if (ctx.config.nats.provision === 'auto') await provisionWebhookStreams(ctx.nats.jsm, names, ctx.config);
+    },
     startDelivery: async () => {
       if (!ctx.config.webhooks.deliver) return [];
-      const fanout = await startWebhookFanout({ ctx, names, endpoints });
+      const fanout = await new WebhookFanout({ ctx, names, endpoints }).start();
       const delivery = await new WebhookDelivery({ ctx, names, endpoints }).start();
       return [
         { name: 'webhook-fanout', stop: () => fanout.stop() },

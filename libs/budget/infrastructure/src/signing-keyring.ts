@@ -91,13 +91,16 @@ export class SigningKeyring {
 }
 
 /**
- * A key file that group or others may read is refused: a private key is its owner's alone.
- * So is one whose key is not the one its name says, which would sign under a wrong key id.
+ * A key file that others may read, or anyone but its owner may write, is refused. Tally writes
+ * 0600; group read is tolerated because Kubernetes adds it to a secret volume under fsGroup.
+ * A file whose key is not the one its name says is refused too: it would sign under a wrong id.
  */
 function readKeyFile(file: string, keyId: string): Ed25519Signer {
   const mode = statSync(file).mode & 0o777;
-  if ((mode & 0o077) !== 0)
-    throw new Error(`keyring file ${file} has mode ${mode.toString(8)}; a signing key must be 0600 (chmod 600 it)`);
+  if ((mode & 0o027) !== 0)
+    throw new Error(
+      `keyring file ${file} has mode ${mode.toString(8)}; a signing key must be readable by its owner only (chmod 600 it)`,
+    );
   const key = Ed25519Signer.loadOrCreate(file);
   if (key.keyId !== keyId) throw new Error(`keyring file ${file} holds key ${key.keyId}, not ${keyId}`);
   return key;

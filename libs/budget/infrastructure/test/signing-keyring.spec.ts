@@ -42,13 +42,19 @@ describe('Issue 8: the signing keyring', () => {
     expect(other.signAs('../../etc/passwd', {})).toBeUndefined();
   });
 
-  it('Issue 8: a key file that group or others may read stops the keyring, naming the file', () => {
+  it('Issue 8: a key file that others may read or the group may write stops the keyring, naming the file', () => {
     const dir = tempDir();
     const key = SigningKeyring.open(Ed25519Signer.generate(), dir).generate();
-    chmodSync(join(dir, `${key.keyId}.pem`), 0o644);
-    expect(() => SigningKeyring.open(Ed25519Signer.generate(), dir)).toThrow(
-      new RegExp(`${key.keyId}\\.pem has mode 644; a signing key must be 0600`),
-    );
+    const file = join(dir, `${key.keyId}.pem`);
+    for (const mode of [0o644, 0o604, 0o660]) {
+      chmodSync(file, mode);
+      expect(() => SigningKeyring.open(Ed25519Signer.generate(), dir)).toThrow(
+        new RegExp(`${key.keyId}\\.pem has mode ${mode.toString(8)}; a signing key must be readable by its owner only`),
+      );
+    }
+    // Group read, as a Kubernetes secret volume under fsGroup mounts it, is tolerated.
+    chmodSync(file, 0o440);
+    expect(SigningKeyring.open(Ed25519Signer.generate(), dir).holds(key.keyId)).toBe(true);
   });
 
   it('Issue 8: a file whose key is not the key its name says is refused', () => {

@@ -1,7 +1,8 @@
 // Reads across capabilities for the web console (issue 12): the capability tree, the holds
 // open now, ambiguities waiting for the reconciler, and spend summed per time bucket. Each
 // read is bounded, and each is restricted in the query to what the caller may see.
-import { In, IsNull, MoreThan, MoreThanOrEqual, type DataSource, type FindOptionsWhere } from 'typeorm';
+import { In, type DataSource, type ObjectLiteral } from 'typeorm';
+import { scopeQuery, type BudgetScope } from './budget-queries.js';
 import { AmbiguityRow, CapabilityRow, HoldRow, MutationRow, UsageRow } from './entities.js';
 
 /** Holds that still hold exposure: not yet settled, released, reversed or cancelled. */
@@ -9,12 +10,6 @@ export const OPEN_HOLD_STATUSES: readonly string[] = ['authorized', 'captured', 
 
 /** Most mutation rows one spend series sums; a longer window is cut at the newest rows and says so. */
 export const SPEND_ROWS_MAX = 100_000;
-
-/** `capabilityId` set: only that capability's rows; `visible` false: nothing at all. */
-export interface OverviewScope {
-  readonly capabilityId?: string;
-  readonly visible: boolean;
-}
 
 export interface SpendBucket {
   readonly start_ms: number;
@@ -32,12 +27,19 @@ export interface SpendSeries {
 export class OverviewQueries {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Capabilities in issue order after `afterSequence`, at most `limit`. */
-  async capabilities(scope: OverviewScope, afterSequence: number, limit: number): Promise<CapabilityRow[]> {
-    if (!scope.visible) return [];
-    const where: FindOptionsWhere<CapabilityRow> = { issuedSequence: MoreThan(afterSequence) };
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    return this.dataSource.manager.find(CapabilityRow, { where, order: { issuedSequence: 'ASC' }, take: limit });
+  /** Capabilities in issue order after `afterSequence`, at most `limit`; the tenant is the capability's own column. */
+  async capabilities(scope: BudgetScope, afterSequence: number, limit: number): Promise<CapabilityRow[]> {
+    const q = this.dataSource.manager
+      .createQueryBuilder(CapabilityRow, 'c')
+      .where('c.issuedSequence > :after', { after: afterSequence });
+    if (scope.capabilityId !== undefined) q.andWhere('c.capabilityId = :cap', { cap: scope.capabilityId });
+    if (scope.tenantId !== undefined) q.andWhere('c.tenantId = :tenant', { tenant: scope.tenantId });
+    return q.orderBy('c.issuedSequence', 'ASC').take(limit).getMany();
+  }
+
+  /** Rows of a table with a capability_id column, restricted in the query to the scope. */
+  private scoped<T extends ObjectLiteral>(entity: new () => T, alias: string, scope: BudgetScope) {
+    return scopeQuery(this.dataSource.manager.createQueryBuilder(entity, alias), alias, scope);
   }
 
   async usageOf(capabilityIds: readonly string[]): Promise<UsageRow[]> {
@@ -49,35 +51,32 @@ export class OverviewQueries {
   }
 
   /** Open holds, the ones that expire first first. */
-  async openHolds(scope: OverviewScope, limit: number): Promise<HoldRow[]> {
-    if (!scope.visible) return [];
-    const where: FindOptionsWhere<HoldRow> = { status: In([...OPEN_HOLD_STATUSES]) };
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    return this.dataSource.manager.find(HoldRow, { where, order: { expiresAtMs: 'ASC' }, take: limit });
+  async openHolds(scope: BudgetScope, limit: number): Promise<HoldRow[]> {
+    return this.scoped(HoldRow, 'h', scope)
+      .andWhere('h.status IN (:...open)', { open: [...OPEN_HOLD_STATUSES] })
+      .orderBy('h.expiresAtMs', 'ASC')
+      .limit(limit)
+      .getMany();
   }
 
   /** Ambiguities, oldest first; `open` keeps only those the reconciler has not resolved yet. */
-  async ambiguities(scope: OverviewScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
-    if (!scope.visible) return [];
-    const where: FindOptionsWhere<AmbiguityRow> = open ? { resolvedSequence: IsNull() } : {};
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    return this.dataSource.manager.find(AmbiguityRow, { where, order: { recordedSequence: 'ASC' }, take: limit });
+  async ambiguities(scope: BudgetScope, open: boolean, limit: number): Promise<AmbiguityRow[]> {
+    const q = this.scoped(AmbiguityRow, 'a', scope);
+    if (open) q.andWhere('a.resolvedSequence IS NULL');
+    return q.orderBy('a.recordedSequence', 'ASC').limit(limit).getMany();
   }
 
   /**
    * Realized cost per bucket of `bucketMs` since `sinceMs`, per currency. Currency lives on
    * the usage row of the mutation's grant; a grant without one is counted under ''.
    */
-  async spend(scope: OverviewScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
-    if (!scope.visible) return { buckets: [], truncated: false };
-    const where: FindOptionsWhere<MutationRow> = { occurredAtMs: MoreThanOrEqual(sinceMs) };
-    if (scope.capabilityId !== undefined) where.capabilityId = scope.capabilityId;
-    const rows = await this.dataSource.manager.find(MutationRow, {
-      where,
-      order: { occurredAtMs: 'DESC' },
-      take: SPEND_ROWS_MAX + 1,
-      select: { capabilityId: true, grantIndex: true, occurredAtMs: true, realizedDeltaUnits: true },
-    });
+  async spend(scope: BudgetScope, sinceMs: number, bucketMs: number): Promise<SpendSeries> {
+    const rows = await this.scoped(MutationRow, 'm', scope)
+      .andWhere('m.occurredAtMs >= :since', { since: sinceMs })
+      .select(['m.eventId', 'm.capabilityId', 'm.grantIndex', 'm.occurredAtMs', 'm.realizedDeltaUnits'])
+      .orderBy('m.occurredAtMs', 'DESC')
+      .limit(SPEND_ROWS_MAX + 1)
+      .getMany();
     const truncated = rows.length > SPEND_ROWS_MAX;
     const counted = rows.slice(0, SPEND_ROWS_MAX).filter((r) => r.realizedDeltaUnits !== 0n);
     const currencies = await this.currencies([...new Set(counted.map((r) => r.capabilityId))]);

@@ -22,3 +22,4 @@ export * from './topology.js';
 export * from './nats-permissions.js';
 export * from './webhooks-config.js';
 export * from './service-metrics.js';
+export * from './webhook-topology.js';

@@ -10,6 +10,7 @@ import { durableNameFor } from '@tally/platform-nest';
 import { serviceInboxPrefix } from './nats-runtime.js';
 import { leaseBucketName, MIGRATIONS_LEASE_KEY, projectorLeaseKey } from './service-database.js';
 import { DISPATCH_CONSUMER, type TallyService } from './topology.js';
+import { webhookNames } from './webhook-topology.js';
 
 /** The operator commands' user (provision, migrate, backup, restore, replay) and its inbox prefix. */
 export const OPERATOR_NATS_USER = 'tally-operator';
@@ -66,6 +67,7 @@ function kv(bucket: string, key = '>'): string[] {
 
 /** The durability report on /readyz reads every Tally stream's info (metadata only). */
 function streamInfos(n: TallyNames): string[] {
+  const w = webhookNames(n);
   const streams = [
     n.budgetEventsStream,
     n.workEventsStream,
@@ -73,9 +75,11 @@ function streamInfos(n: TallyNames): string[] {
     n.workQueueStream,
     n.commandsStream,
     n.deadLetterStream,
-    kvStreamName(n.commandRepliesBucket),
-    kvStreamName(leaseBucketName(n.namespace)),
-    kvStreamName(n.signatureReplayBucket),
+    w.eventsStream,
+    w.outboxStream,
+    ...[n.commandRepliesBucket, leaseBucketName(n.namespace), n.idempotencyBucket, n.signatureReplayBucket].map(
+      kvStreamName,
+    ),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
 }
@@ -88,6 +92,7 @@ function leases(n: TallyNames, service: TallyService): string[] {
 
 function authority(n: TallyNames): NatsUserPermissions {
   const service: TallyService = 'budget-authority';
+  const w = webhookNames(n);
   return {
     user: service,
     passwordEnv: 'BUDGET_AUTHORITY_NATS_PASSWORD',
@@ -105,10 +110,19 @@ function authority(n: TallyNames): NatsUserPermissions {
         // durable consumer, the reply cache, and the answer to the orchestrator's command inbox.
         ...durable(n.commandsStream, durableNameFor('budget')),
         ...kv(n.commandRepliesBucket),
-        // Subject signatures already spent (ADR 0011): create-if-absent, and a read on conflict.
-        ...kv(n.signatureReplayBucket),
         `${serviceInboxPrefix('agent-orchestrator')}.>`,
         ...leases(n, service),
+        // Idempotency-Key records of HTTP calls (ADR 0023): created and read by key.
+        ...kv(n.idempotencyBucket),
+        ...kv(n.signatureReplayBucket),
+        // Tenant webhooks (ADR 0040): their ledger and outbox, the fan-out's consumer on the
+        // budget events and the delivery worker's on the outbox.
+        w.eventsWildcard,
+        w.outboxSubject,
+        ...readStream(w.eventsStream),
+        ...orderedConsumers(w.eventsStream, w.eventsWildcard),
+        ...durable(n.budgetEventsStream, w.fanoutDurable),
+        ...durable(w.outboxStream, w.deliveryDurable),
       ],
       deny: [],
     },
@@ -145,8 +159,8 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         ...durable(n.workQueueStream, DISPATCH_CONSUMER),
         ...durable(n.commandsStream, durableNameFor('work')),
         ...kv(n.commandRepliesBucket),
-        ...kv(n.signatureReplayBucket),
         ...leases(n, service),
+        ...kv(n.signatureReplayBucket),
         // Work submitted over NATS (ADR 0003) is answered on the submitter's inbox, named in a
         // header; never the authority's or the operator's.
         '_INBOX.>',

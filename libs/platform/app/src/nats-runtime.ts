@@ -6,8 +6,8 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
-  ensureIdempotencyBucket,
   ensureKvBucket,
+  idempotencyBucketSpec,
   provisionTallyStreams,
   type NatsConnectionOptions,
   redactedServers,
@@ -139,7 +139,7 @@ export async function startNatsRuntime(
       if (differences.length > 0) throw new TopologyMismatch(service, differences);
     } else {
       await provisionTallyStreams(jsm, names, streamLimitsOf(config));
-      await ensureIdempotencyBucket(js, names, idempotencyLimitsOf(config));
+      await ensureKvBucket(js, idempotencyBucketSpec(names, idempotencyLimitsOf(config)));
       await ensureKvBucket(js, signatureReplayBucketSpec(names, config.streams.replicas));
     }
   } catch (error) {

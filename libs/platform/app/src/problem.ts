@@ -62,7 +62,7 @@ export class ProblemFilter implements ExceptionFilter {
     const res = http.getResponse<HttpResponseLike>();
     const problem = toProblem(exception);
     if (problem.status >= 500) this.onUnexpected?.(exception);
-    if (problem.status === 400 && this.sink) {
+    if ((problem.status === 400 || problem.status === 413) && this.sink) {
       const rejected = {
         method: req.method,
         path: req.originalUrl ?? req.url,
@@ -130,8 +130,22 @@ export function toProblem(exception: unknown): Problem {
         ? String((body as { message: unknown }).message)
         : exception.message;
     // Body parser failures (malformed JSON) arrive as plain 400s: name the body as the field.
+    if (status === 413) return tooLarge(exception);
     const errors = status === 400 ? [{ field: '$', message }] : [];
     return { type, title: exception.message, status, errors };
   }
   return { type: 'internal', title: 'Internal error', status: HttpStatus.INTERNAL_SERVER_ERROR, errors: [] };
+}
+
+/** A body above the limit (ADR 0016): refused unread, naming its size and the limit. */
+function tooLarge(exception: HttpException): Problem {
+  const cause = exception.cause as { length?: unknown; limit?: unknown } | undefined;
+  const size = typeof cause?.length === 'number' ? `${cause.length} bytes` : 'larger than the limit';
+  const limit = typeof cause?.limit === 'number' ? ` of ${cause.limit} bytes` : '';
+  return {
+    type: 'payload_too_large',
+    title: 'The request body is too large',
+    status: 413,
+    errors: [{ field: '$', message: `the body is ${size}, above the limit${limit}` }],
+  };
 }

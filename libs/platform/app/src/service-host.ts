@@ -16,6 +16,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
+import { sizeLimitsOf } from '@tally/contracts';
 import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
 import type { TallyConfig } from './config.schema.js';
@@ -206,7 +207,8 @@ async function createHttpApp(
   });
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
-  app.useBodyParser('json', { limit: '1mb' });
+  // A body becomes (part of) one event, so it may be no larger than an event leaves room for (ADR 0016).
+  app.useBodyParser('json', { limit: sizeLimitsOf(ctx.config.streams.max_msg_size_bytes).httpBodyBytesMax });
   // Every route declares who may call it; one without a declaration stops the boot here.
   assertEveryRouteDeclared(mountedRoutes(app));
   app.useGlobalGuards(new AccessGuard(authenticator, signatures));
@@ -270,6 +272,7 @@ async function deadLetterRequest(ctx: HostContext, rejected: RejectedRequest): P
       data: Buffer.from(JSON.stringify(rejected.body ?? null)),
     },
     ctx.config.nats.publish_timeout_ms,
+    ctx.config.streams.max_msg_size_bytes,
   );
 }
 

@@ -8,6 +8,7 @@ import type { CommandService, TallyNames } from '@tally/contracts';
 import {
   ensureConsumer,
   ensureKvBucket,
+  idempotencyBucketSpec,
   inspectConsumer,
   inspectKvBucket,
   inspectStream,
@@ -18,15 +19,15 @@ import {
   type ConsumerSpec,
   type KvBucketSpec,
   type ReplyBucketLimits,
-  type TallyStreamKind,
-  type TallyStreamSpec,
+  type StreamSpec,
 } from '@tally/platform-jetstream';
 import { durableNameFor } from '@tally/platform-nest';
 import type { TallyConfig } from './config.schema.js';
-import { streamLimitsOf } from './nats-runtime.js';
+import { idempotencyLimitsOf, streamLimitsOf } from './nats-runtime.js';
 import { leaseBucketSpec } from './projection-lease.js';
 import { leaseBucketName, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
 import { signatureReplayBucketSpec } from './signature-replay.js';
+import { webhookConsumerSpecs, webhookNames, webhookStreamSpecs } from './webhook-topology.js';
 
 export type TallyService = 'budget-authority' | 'agent-orchestrator';
 export const TALLY_SERVICES: readonly TallyService[] = ['budget-authority', 'agent-orchestrator'];
@@ -41,7 +42,7 @@ const REPLY_CACHE_BYTES_MAX = 256 * 1024 * 1024;
 const REPLY_CACHE_TTL_MS = 24 * 3_600_000;
 
 export interface TallyTopology {
-  readonly streams: readonly TallyStreamSpec[];
+  readonly streams: readonly StreamSpec[];
   readonly buckets: readonly KvBucketSpec[];
   readonly consumers: readonly ConsumerSpec[];
 }
@@ -95,41 +96,65 @@ export function dispatchConsumerSpec(config: TallyConfig, names: TallyNames): Co
 }
 
 function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
+  const replicas = config.streams.replicas;
   return [
     replyBucketSpec(names, replyBucketLimitsOf(config)),
-    leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, config.streams.replicas),
-    signatureReplayBucketSpec(names, config.streams.replicas),
+    leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, replicas),
+    // The Idempotency-Key records of the authority's HTTP calls (ADR 0023).
+    idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
+    // Spent subject signatures (ADR 0011), kept for the longest window any allowed skew needs.
+    signatureReplayBucketSpec(names, replicas),
   ];
 }
 
 /** Everything `tally provision` creates for this config. */
 export function tallyTopology(config: TallyConfig, names: TallyNames): TallyTopology {
+  const webhooks = webhookNames(names);
   const consumers = [commandConsumerSpec(config, names, 'work'), dispatchConsumerSpec(config, names)];
   // The authority consumes the command stream only while budget commands travel over JetStream (ADR 0025).
   if (config.nats.budget_commands === 'jetstream') consumers.unshift(commandConsumerSpec(config, names, 'budget'));
-  return { streams: tallyStreamSpecs(names, streamLimitsOf(config)), buckets: bucketsOf(config, names), consumers };
+  // Webhooks are delivered by the replicas that deliver (ADR 0040).
+  if (config.webhooks.deliver) consumers.push(...webhookConsumerSpecs(config, names, webhooks));
+  return {
+    streams: [...tallyStreamSpecs(names, streamLimitsOf(config)), ...webhookStreamSpecs(webhooks, config)],
+    buckets: bucketsOf(config, names),
+    consumers,
+  };
 }
 
-const STREAMS_OF: Record<TallyService, readonly TallyStreamKind[]> = {
-  'budget-authority': ['budgetEvents', 'directoryEvents', 'commands', 'deadLetter'],
-  // The budget events are read for the grants an MCP session offers (never written).
-  'agent-orchestrator': ['workEvents', 'workQueue', 'budgetEvents', 'directoryEvents', 'commands', 'deadLetter'],
-};
+/** The streams, buckets and durable consumers each service uses (reads or writes), by name. */
+function usedBy(
+  service: TallyService,
+  names: TallyNames,
+): { streams: string[]; buckets: string[]; durables: string[] } {
+  const w = webhookNames(names);
+  const shared = [names.budgetEventsStream, names.directoryEventsStream, names.commandsStream, names.deadLetterStream];
+  const buckets = [names.commandRepliesBucket, leaseBucketName(names.namespace), names.signatureReplayBucket];
+  return service === 'budget-authority'
+    ? {
+        streams: [...shared, w.eventsStream, w.outboxStream],
+        buckets: [...buckets, names.idempotencyBucket],
+        durables: [durableNameFor('budget'), w.fanoutDurable, w.deliveryDurable],
+      }
+    : {
+        // The budget events are read for the grants an MCP session offers (never written).
+        streams: [...shared, names.workEventsStream, names.workQueueStream],
+        buckets,
+        durables: [durableNameFor('work'), DISPATCH_CONSUMER],
+      };
+}
 
 /** What one service reads and writes, so what its boot checks. Anything else (the CLI) needs every stream. */
 export function serviceTopology(config: TallyConfig, names: TallyNames, service: string): TallyTopology {
   const all = tallyTopology(config, names);
-  const kinds = STREAMS_OF[service as TallyService];
-  if (!kinds) return { streams: all.streams, buckets: [], consumers: [] };
-  const consumers =
-    service === 'budget-authority'
-      ? all.consumers.filter((c) => c.durable === durableNameFor('budget'))
-      : all.consumers.filter(
-          (c) =>
-            c.durable === durableNameFor('work') ||
-            (c.durable === DISPATCH_CONSUMER && config.orchestrator.run_workers),
-        );
-  return { streams: all.streams.filter((s) => kinds.includes(s.kind)), buckets: all.buckets, consumers };
+  if (!TALLY_SERVICES.includes(service as TallyService)) return { streams: all.streams, buckets: [], consumers: [] };
+  const used = usedBy(service as TallyService, names);
+  const runs = (durable: string) => durable !== DISPATCH_CONSUMER || config.orchestrator.run_workers;
+  return {
+    streams: all.streams.filter((s) => used.streams.includes(s.name)),
+    buckets: all.buckets.filter((b) => used.buckets.includes(b.bucket)),
+    consumers: all.consumers.filter((c) => used.durables.includes(c.durable) && runs(c.durable)),
+  };
 }
 
 export class TopologyMismatch extends Error {

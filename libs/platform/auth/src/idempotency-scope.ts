@@ -1,4 +1,4 @@
-// Where a caller's Idempotency-Key lives (ADR 0016). A key is scoped to the caller's tenant,
+// Where a caller's Idempotency-Key lives (ADR 0023). A key is scoped to the caller's tenant,
 // so two tenants never collide; who acts is part of the request's fingerprint, so another
 // caller of the same tenant reusing a key is a conflict, never someone else's answer (or a
 // token signed for someone else's capability). A caller with no credential, known only by a

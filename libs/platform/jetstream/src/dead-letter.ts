@@ -6,7 +6,14 @@
 import { createHash } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
-import { tokenFingerprint, walkJson, type FieldError, type TallyNames } from '@tally/contracts';
+import {
+  HEADER_ROOM_BYTES,
+  sizeLimitsOf,
+  tokenFingerprint,
+  walkJson,
+  type FieldError,
+  type TallyNames,
+} from '@tally/contracts';
 import { Counter } from 'prom-client';
 
 /**
@@ -54,6 +61,11 @@ export interface DeadLetterRecord {
   readonly headers: Record<string, string[]>;
   /** JSON paths of credentials replaced by their fingerprint, or ["$"] when the body was withheld. */
   readonly redacted: readonly string[];
+  /**
+   * Present when the record would not fit in one dead-letter message (ADR 0016): data_base64
+   * keeps the first kept_bytes of the data, whose full size and SHA-256 are given here.
+   */
+  readonly truncated?: { readonly data_bytes: number; readonly data_sha256: string; readonly kept_bytes: number };
 }
 
 /** Keys whose string values are bearer credentials (capability tokens) wherever they appear. */
@@ -120,6 +132,47 @@ export function deadLetterRecord(letter: DeadLetter): DeadLetterRecord {
   };
 }
 
+const DETAIL_CHARS_MAX = 4_096;
+const ERRORS_KEPT_MAX = 64;
+const ERROR_MESSAGE_CHARS_MAX = 1_024;
+/** Used when the server does not say its max_payload. */
+const DEFAULT_MESSAGE_BYTES_MAX = 1024 * 1024;
+
+/**
+ * The record as it fits in one message of `messageBytesMax` (the dead-letter stream's
+ * max_msg_size, or the server's max_payload): unchanged when it fits; otherwise its detail and
+ * field errors are cut and its data keeps a prefix, with the full size and digest beside it,
+ * so a message is always dead-lettered and never stuck for being too large to dead-letter.
+ */
+export function fitDeadLetter(record: DeadLetterRecord, messageBytesMax: number): DeadLetterRecord {
+  const budget = messageBytesMax - HEADER_ROOM_BYTES;
+  if (Buffer.byteLength(JSON.stringify(record)) <= budget) return record;
+  const data = Buffer.from(record.data_base64, 'base64');
+  const keep = Math.max(0, Math.min(data.length, sizeLimitsOf(messageBytesMax).deadLetterDataBytesMax));
+  const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+  const fitted: DeadLetterRecord = {
+    ...record,
+    detail: cut(record.detail, DETAIL_CHARS_MAX),
+    errors: record.errors
+      .slice(0, ERRORS_KEPT_MAX)
+      .map((e) => ({ field: cut(e.field, ERROR_MESSAGE_CHARS_MAX), message: cut(e.message, ERROR_MESSAGE_CHARS_MAX) })),
+    data_base64: data.subarray(0, keep).toString('base64'),
+    truncated: {
+      data_bytes: data.length,
+      data_sha256: createHash('sha256').update(data).digest('base64url'),
+      kept_bytes: keep,
+    },
+  };
+  // Headers are the last thing that can still be too large.
+  return Buffer.byteLength(JSON.stringify(fitted)) <= budget ? fitted : { ...fitted, headers: {} };
+}
+
+/** The largest message the server takes from this connection. */
+function serverPayloadMax(js: JetStreamClient): number {
+  const info = (js as unknown as { nc?: { info?: { max_payload?: number } } }).nc?.info;
+  return info?.max_payload && info.max_payload > 0 ? info.max_payload : DEFAULT_MESSAGE_BYTES_MAX;
+}
+
 /**
  * Publishes the dead letter durably. The message id makes a redelivered poison
  * message land once: the same stream sequence dead-letters to the same id.
@@ -129,6 +182,8 @@ export async function publishDeadLetter(
   names: TallyNames,
   letter: DeadLetter,
   timeoutMs: number,
+  /** The dead-letter stream's max_msg_size (streams.max_msg_size_bytes); the server's max_payload bounds it too. */
+  messageBytesMax?: number,
 ): Promise<void> {
   const hdrs = natsHeaders();
   hdrs.set('Tally-Dead-Letter-Reason', letter.reason);
@@ -138,7 +193,9 @@ export async function publishDeadLetter(
       : letter.dedupeKey !== undefined
         ? `dlq:${letter.source}:${letter.dedupeKey}`
         : undefined;
-  const ack = await js.publish(names.deadLetterSubject(letter.source), JSON.stringify(deadLetterRecord(letter)), {
+  const bytesMax = Math.min(messageBytesMax ?? Number.MAX_SAFE_INTEGER, serverPayloadMax(js));
+  const record = fitDeadLetter(deadLetterRecord(letter), bytesMax);
+  const ack = await js.publish(names.deadLetterSubject(letter.source), JSON.stringify(record), {
     headers: hdrs,
     timeout: timeoutMs,
     ...(msgID ? { msgID } : {}),

@@ -1,4 +1,4 @@
-// Stripe-style idempotency keys (http-api.md, Credentials; ADR 0016). A caller's
+// Stripe-style idempotency keys (http-api.md, Credentials; ADR 0023). A caller's
 // Idempotency-Key is remembered, per scope (the tenant, or the capability a possession proof
 // names) and per endpoint, together with a fingerprint of the request and the command id the
 // first request ran under. The same key and request run again under that command id, which
@@ -6,15 +6,12 @@
 // conflict. The records live in a JetStream KV bucket with a TTL, so every replica shares
 // them and they outlive a restart; only hashes and a random command id are stored.
 import { createHash, randomUUID } from 'node:crypto';
-import type { JetStreamClient, StreamConfig } from '@nats-io/jetstream';
-import { JetStreamApiError, StorageType } from '@nats-io/jetstream';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import { JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { TallyNames } from '@tally/contracts';
-import { StreamConfigConflict } from './provisioning.js';
-import { kvStreamName } from './streams.js';
+import type { KvBucketSpec } from './streams.js';
 
-const NS_PER_MS = 1_000_000;
-const STREAM_NOT_FOUND = 10059;
 const WRONG_LAST_SEQUENCE = [10071, 10164];
 /** A record is two hashes and a command id; anything larger is not ours. */
 const RECORD_BYTES_MAX = 1024;
@@ -28,51 +25,11 @@ export interface IdempotencyBucketLimits {
   readonly maxBytes: number;
 }
 
-/** Provisioning: creates the bucket, or verifies that the existing one has these limits. */
-export async function ensureIdempotencyBucket(
-  js: JetStreamClient,
-  names: TallyNames,
-  limits: IdempotencyBucketLimits,
-): Promise<KV> {
+/** The bucket `tally provision` creates (and a service in auto mode), with its TTL and byte limit. */
+export function idempotencyBucketSpec(names: TallyNames, limits: IdempotencyBucketLimits): KvBucketSpec {
   if (!(limits.ttlMs > 0) || !(limits.maxBytes > 0) || !(limits.replicas >= 1))
     throw new Error(`invalid idempotency bucket limits: ${JSON.stringify(limits)}`);
-  const jsm = await js.jetstreamManager();
-  const stream = kvStreamName(names.idempotencyBucket);
-  const existing = await jsm.streams.info(stream).then(
-    (info) => info.config,
-    (error: unknown) => {
-      if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return undefined;
-      throw error;
-    },
-  );
-  if (existing) {
-    const conflicts = bucketConflicts(existing, limits);
-    if (conflicts.length > 0) throw new StreamConfigConflict(stream, conflicts);
-  }
-  return new Kvm(js).create(names.idempotencyBucket, {
-    history: 1,
-    ttl: limits.ttlMs,
-    replicas: limits.replicas,
-    max_bytes: limits.maxBytes,
-    maxValueSize: RECORD_BYTES_MAX,
-    storage: StorageType.File,
-  });
-}
-
-function bucketConflicts(actual: StreamConfig, limits: IdempotencyBucketLimits): string[] {
-  const wanted: Record<string, unknown> = {
-    max_age: limits.ttlMs * NS_PER_MS,
-    num_replicas: limits.replicas,
-    max_bytes: limits.maxBytes,
-    max_msg_size: RECORD_BYTES_MAX,
-    max_msgs_per_subject: 1,
-  };
-  return Object.entries(wanted)
-    .filter(([key, value]) => (actual as unknown as Record<string, unknown>)[key] !== value)
-    .map(
-      ([key, value]) =>
-        `${key} is ${String((actual as unknown as Record<string, unknown>)[key])}, expected ${String(value)}`,
-    );
+  return { bucket: names.idempotencyBucket, ...limits, maxValueSizeBytes: RECORD_BYTES_MAX };
 }
 
 /** One use of a key: where it is scoped, on which endpoint, and what the request was. */

@@ -169,6 +169,7 @@ export class CommandProcessor {
         ...(msg.headers ? { headers: msg.headers } : {}),
       },
       this.deps.options.publishTimeoutMs,
+      this.deps.options.deadLetterStream.maxMsgSizeBytes,
     );
     this.deps.logger.warn?.(
       `command ${d.commandId || '(no id)'} on ${msg.subject} dead-lettered: ${reason}: ${detail}`,

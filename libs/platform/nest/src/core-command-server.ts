@@ -187,6 +187,7 @@ export class CoreCommandServer
         ...(msg.headers ? { headers: msg.headers } : {}),
       },
       this.options.publishTimeoutMs,
+      this.options.deadLetterStream.maxMsgSizeBytes,
     );
     this.logger.warn?.(`command ${commandId || '(no id)'} on ${msg.subject} dead-lettered: ${reason}: ${detail}`);
   }

@@ -5,8 +5,9 @@
 // passes the compiled rules is turned into its DTO exactly as the pipe would; anything
 // else takes the pipe's own path, which stays the one source of errors.
 import { ValidationPipe, type ArgumentMetadata, type ValidationPipeOptions } from '@nestjs/common';
-import { passesFast } from '@tally/contracts';
+import { boundaryTextErrors, passesFast } from '@tally/contracts';
 import { plainToInstance } from 'class-transformer';
+import { ValidationError } from 'class-validator';
 
 /** Keys the pipe deletes before validating (prototype pollution): a body with one takes its path. */
 const STRIPPED_KEYS = new Set(['__proto__', 'prototype', 'constructor']);
@@ -36,6 +37,11 @@ export class FastValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Before anything reads the value: NUL, unpaired surrogates and excessive nesting, named by field (ADR 0016).
+    if (BOUNDARY_TYPES.has(metadata.type)) {
+      const refused = boundaryTextErrors(value, metadata.type === 'body' ? '' : (metadata.data ?? metadata.type));
+      if (refused.length > 0) throw this.exceptionFactory(refused.map(asValidationError));
+    }
     const metatype = this.pipeOptions.expectedType ?? metadata.metatype;
     if (
       metatype &&
@@ -48,6 +54,17 @@ export class FastValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+}
+
+/** What crosses the boundary: bodies (HTTP and commands), path parameters and queries. */
+const BOUNDARY_TYPES = new Set(['body', 'param', 'query']);
+
+function asValidationError(error: { field: string; message: string }): ValidationError {
+  return Object.assign(new ValidationError(), {
+    property: error.field,
+    constraints: { text: `${error.field} ${error.message}` },
+    children: [],
+  });
 }
 
 /** Only plain objects, dense arrays and JSON primitives, without keys the pipe strips. */
