@@ -12,6 +12,7 @@ import { gatewaySuite } from './gateway.bench.js';
 import { clusterSuite } from './cluster.bench.js';
 import { spendPolicySuite } from './spend-policy.bench.js';
 import { idempotencySuite } from './idempotency.bench.js';
+import { guardSuite } from './guard.bench.js';
 
 // ---- Suites: the JetStream suite first; append new suites to this array. ----
 const suites: BenchSuite[] = [
@@ -24,6 +25,7 @@ const suites: BenchSuite[] = [
   clusterSuite,
   spendPolicySuite,
   idempotencySuite,
+  guardSuite,
 ];
 // ---- End of suites. ----
 

@@ -19,6 +19,9 @@ export interface MintedClaims {
   readonly id?: string;
   readonly tenant_id?: string;
   readonly expires_at_ms?: number;
+  /** The subject's public key (base64url raw Ed25519); a fresh one otherwise. */
+  readonly subject_public_key?: string;
+  readonly bind?: 'subject_key';
 }
 
 export class TokenMint {
@@ -71,7 +74,9 @@ export class TokenMint {
       id,
       root_id: id.split('--')[0],
       ...(claims.tenant_id === undefined ? {} : { tenant_id: claims.tenant_id }),
-      subject_public_key: generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
+      subject_public_key:
+        claims.subject_public_key ?? generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
+      ...(claims.bind === undefined ? {} : { bind: claims.bind }),
       issued_at_ms: Date.now(),
       expires_at_ms: claims.expires_at_ms ?? Date.now() + 3_600_000,
       grants: [],

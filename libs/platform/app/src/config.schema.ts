@@ -231,6 +231,9 @@ export class OidcIssuerConfig {
   @IsInt() @Min(100) @Max(60_000) jwks_timeout_ms = 5_000;
 }
 
+/** The largest allowed skew of a subject signature's `created`; the replay bucket keeps signatures this long twice over. */
+export const SIGNATURE_SKEW_SECONDS_MAX = 300;
+
 export class AuthConfig {
   /** TALLY_ADMIN_KEY: the bootstrap admin key of both services (http-api.md, Credentials). */
   @IsOptional() @IsString() @Length(32, 512, { message: 'admin_key must be 32 to 512 characters' }) admin_key?: string;
@@ -239,7 +242,7 @@ export class AuthConfig {
   @IsInt() @Min(100) @Max(60_000) directory_freshness_check_ms = 1_000;
   @IsInt() @Min(1) @Max(100_000) keys_per_tenant_max = 1_000;
   /** Proof of possession (ADR 0011): how far a signature's `created` may lie from this replica's clock. */
-  @IsInt() @Min(1) @Max(300) signature_skew_seconds = 30;
+  @IsInt() @Min(1) @Max(SIGNATURE_SKEW_SECONDS_MAX) signature_skew_seconds = 30;
   /** Spent signatures one replica remembers at most; past it new signatures are refused (503) until old ones expire. */
   @IsInt() @Min(100) @Max(10_000_000) signature_replay_entries_max = 200_000;
   @IsArray() @ArrayMaxSize(16) @ValidateNested({ each: true }) @Type(() => OidcIssuerConfig) oidc: OidcIssuerConfig[] =

@@ -20,6 +20,7 @@ import type { TallyConfig } from './config.schema.js';
 import type { ReadinessCheck } from './health.js';
 import { natsLoginMode, natsLoginOf } from './nats-credentials.js';
 import { StreamWatch } from './stream-watch.js';
+import { signatureReplayBucketSpec } from './signature-replay.js';
 import { checkTopology, serviceTopology, TopologyMismatch } from './topology.js';
 
 export interface NatsRuntime {
@@ -139,6 +140,7 @@ export async function startNatsRuntime(
     } else {
       await provisionTallyStreams(jsm, names, streamLimitsOf(config));
       await ensureKvBucket(js, idempotencyBucketSpec(names, idempotencyLimitsOf(config)));
+      await ensureKvBucket(js, signatureReplayBucketSpec(names, config.streams.replicas));
     }
   } catch (error) {
     await nc.close();

@@ -5,6 +5,8 @@
 // same replica without a round trip and bounds what one replica keeps.
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import type { TallyNames } from '@tally/contracts';
+import type { KvBucketSpec } from '@tally/platform-jetstream';
 import {
   LayeredReplayLedger,
   MemoryReplayLedger,
@@ -12,10 +14,28 @@ import {
   SubjectSignatures,
   type ReplayLedger,
 } from '@tally/platform-auth';
-import type { TallyConfig } from './config.schema.js';
+import { SIGNATURE_SKEW_SECONDS_MAX, type TallyConfig } from './config.schema.js';
 import type { NatsRuntime } from './nats-runtime.js';
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * The bucket's settings. Its max age is the longest window any allowed skew needs (300 s
+ * either way, plus a second), not the configured one, so changing the skew never makes the
+ * provisioned bucket differ from its spec, and no acceptable signature is forgotten early.
+ */
+export function signatureReplayBucketSpec(names: TallyNames, replicas: number): KvBucketSpec {
+  return {
+    bucket: names.signatureReplayBucket,
+    ttlMs: signatureWindowMs(SIGNATURE_SKEW_SECONDS_MAX),
+    replicas,
+    // A key is 43 characters and the value empty: at ~130 bytes a record this holds ~2 million
+    // signatures in a window; when full, creates fail and signed requests get 503 (fail closed).
+    maxBytes: 256 * 1024 * 1024,
+    // The server counts the headers (the expected-sequence check) in the message size.
+    maxValueSizeBytes: 1_024,
+  };
+}
 
 export class KvReplayLedger implements ReplayLedger {
   private constructor(
@@ -23,16 +43,9 @@ export class KvReplayLedger implements ReplayLedger {
     private readonly timeoutMs: number,
   ) {}
 
-  static async open(js: JetStreamClient, bucket: string, windowMs: number, replicas: number, timeoutMs: number) {
-    const kv = await new Kvm(js).create(bucket, {
-      history: 1,
-      ttl: windowMs,
-      replicas,
-      // A key is 43 characters and the value empty: 64 MiB holds far more than a window's signatures.
-      max_bytes: 64 * 1024 * 1024,
-      // The server counts the headers (the expected-sequence check) in the message size.
-      maxValueSize: 1_024,
-    });
+  /** Provisioned by `tally provision` (or at boot with nats.provision: auto); bound here, never created. */
+  static async open(js: JetStreamClient, bucket: string, timeoutMs: number): Promise<KvReplayLedger> {
+    const kv = await new Kvm(js).open(bucket, { bindOnly: true, allow_direct: true, timeout: timeoutMs });
     return new KvReplayLedger(kv, timeoutMs);
   }
 
@@ -56,14 +69,7 @@ export class KvReplayLedger implements ReplayLedger {
 /** The verifier both services' guards use: the skew from config, replays refused across replicas. */
 export async function openSubjectSignatures(config: TallyConfig, nats: NatsRuntime): Promise<SubjectSignatures> {
   const skewSeconds = config.auth.signature_skew_seconds;
-  const windowMs = signatureWindowMs(skewSeconds);
-  const shared = await KvReplayLedger.open(
-    nats.js,
-    nats.names.signatureReplayBucket,
-    windowMs,
-    config.streams.replicas,
-    config.nats.publish_timeout_ms,
-  );
+  const shared = await KvReplayLedger.open(nats.js, nats.names.signatureReplayBucket, config.nats.publish_timeout_ms);
   const local = new MemoryReplayLedger(config.auth.signature_replay_entries_max);
   return new SubjectSignatures({ skewSeconds, replay: new LayeredReplayLedger(local, shared) });
 }

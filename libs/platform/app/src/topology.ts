@@ -21,12 +21,12 @@ import {
   type ReplyBucketLimits,
   type StreamSpec,
 } from '@tally/platform-jetstream';
-import { signatureWindowMs } from '@tally/platform-auth';
 import { durableNameFor } from '@tally/platform-nest';
 import type { TallyConfig } from './config.schema.js';
 import { idempotencyLimitsOf, streamLimitsOf } from './nats-runtime.js';
 import { leaseBucketSpec } from './projection-lease.js';
 import { leaseBucketName, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
+import { signatureReplayBucketSpec } from './signature-replay.js';
 import { webhookConsumerSpecs, webhookNames, webhookStreamSpecs } from './webhook-topology.js';
 
 export type TallyService = 'budget-authority' | 'agent-orchestrator';
@@ -95,10 +95,6 @@ export function dispatchConsumerSpec(config: TallyConfig, names: TallyNames): Co
   };
 }
 
-/** Spent subject signatures (ADR 0011): an empty value under a 43-character key, for one window. */
-const SIGNATURE_REPLAY_BYTES_MAX = 64 * 1024 * 1024;
-const SIGNATURE_REPLAY_VALUE_BYTES_MAX = 1024;
-
 function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
   const replicas = config.streams.replicas;
   return [
@@ -106,13 +102,8 @@ function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
     leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, replicas),
     // The Idempotency-Key records of the authority's HTTP calls (ADR 0023).
     idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
-    {
-      bucket: names.signatureReplayBucket,
-      ttlMs: signatureWindowMs(config.auth.signature_skew_seconds),
-      replicas,
-      maxBytes: SIGNATURE_REPLAY_BYTES_MAX,
-      maxValueSizeBytes: SIGNATURE_REPLAY_VALUE_BYTES_MAX,
-    },
+    // Spent subject signatures (ADR 0011), kept for the longest window any allowed skew needs.
+    signatureReplayBucketSpec(names, replicas),
   ];
 }
 
