@@ -81,15 +81,8 @@ export function keysCommand(): Command {
     .action(
       exitWith(async (options: { out: string }, command: Command) => {
         const globals = globalsOf(command);
-        const { Ed25519Signer, SigningKeyring } = await import('@tally/budget-infrastructure');
-        // The throwaway boot key is never written; only the new key goes to the directory.
-        const key = SigningKeyring.open(Ed25519Signer.generate(), options.out).generate();
-        const out = {
-          key_id: key.keyId,
-          algorithm: 'ed25519',
-          public_key: key.publicKeyBase64Url(),
-          file: `${key.keyId}.pem`,
-        };
+        const { generateKey } = await import('../generate-key.command.js');
+        const out = generateKey(options.out);
         if (globals.json) printJson(out);
         else
           printFields([
