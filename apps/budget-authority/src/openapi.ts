@@ -200,7 +200,7 @@ const schemas = {
       admission_proof: {
         type: 'object',
         description:
-          "the hold's admission proof; without it, an issuer of the hold's tenant or the admitting capability token",
+          "the hold's admission proof; without it, an issuer of the hold's tenant (a capability token alone is not enough)",
       },
       token: { type: 'string', description: 'over NATS: the token of the capability the hold was admitted on' },
     },
