@@ -25,8 +25,6 @@ export class IncreaseBodyDto {
   @IsMoney() amount_units!: WireMoney;
   @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
-  /** The token of the capability the hold was admitted on (as the bearer, or here). */
-  @IsOptional() @IsString() @Length(1, 16_384) token?: string;
 }
 
 @Controller('v1')
