@@ -82,6 +82,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     jitter: Math.random,
     sleep,
     newId: randomUUID,
+    outputs: rt.outputs,
     options: {
       stepsMax: STEPS_MAX,
       abortPollMs: ABORT_POLL_MS,

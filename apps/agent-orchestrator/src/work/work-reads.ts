@@ -8,6 +8,7 @@ import type {
   WireReceipt,
   WorkScope,
 } from '@tally/orchestrator-projections';
+import { resolveOutput } from '@tally/orchestrator-application';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export interface WorkStatusBody {
@@ -32,8 +33,22 @@ export class WorkReads {
       session_id: row.session_id,
       status: row.status,
       ...(row.error === undefined ? {} : { error: row.error }),
-      ...(row.output === undefined ? {} : { output: row.output }),
+      ...(row.output === undefined ? {} : { output: await this.wholeOutput(workId, row.output) }),
     };
+  }
+
+  /**
+   * The projection keeps a long reply's prefix only (ADR 0019). A stored output as long as
+   * that prefix may be one: the unit's completion then says where the whole reply is.
+   * (A reply just under the inline limit costs this one extra load of the unit, and no more.)
+   */
+  private async wholeOutput(workId: string, projected: string): Promise<string> {
+    const prefixBytes = this.rt.outputs.limits.previewBytes;
+    // A UTF-8 prefix ends on a character, so up to 3 bytes short of its bound.
+    if (Buffer.byteLength(projected, 'utf8') < prefixBytes - 3) return projected;
+    const completion = (await this.rt.repository.load(workId)).state.completion;
+    if (completion?.output_ref === undefined) return projected;
+    return (await resolveOutput(this.rt.outputs.store, completion)).output;
   }
 
   async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
