@@ -63,29 +63,38 @@ async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint:
   }
 }
 
+async function capability(): Promise<Json> {
+  const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
+  return authority('POST', '/v1/capabilities', {
+    subject_public_key: subject,
+    ttl_seconds: 3600,
+    grants: [
+      {
+        server_id: 'scripted',
+        tool_name: 'ok-model',
+        max_invocations: 5,
+        max_cost_per_invocation: 1_000_000_000,
+        currency: 'USD',
+      },
+    ],
+  });
+}
+
+/** Scripts the next call to answer 4 MiB; non-ASCII, so a chunk or prefix cut mid-character shows in the digest. */
+function scriptBigReply(): string {
+  const reply = 'é long reply ✓ '.repeat(Math.ceil((4 * MIB) / 15)).slice(0, 4 * MIB);
+  // In SSE events of 4 KiB, as a provider streams it (one event is bounded by the parser).
+  const chunks = Array.from({ length: Math.ceil(reply.length / 4096) }, (_, i) =>
+    reply.slice(i * 4096, (i + 1) * 4096),
+  );
+  h.provider().script('ok-model', [{ kind: 'stream', chunks, usage: { input_tokens: 5, output_tokens: 3 } }]);
+  return reply;
+}
+
 describe('Issue 9: provider output larger than a message is kept by reference', () => {
   it('Issue 9: a 4 MiB reply completes with exactly one provider call, is charged once, reads back whole, and replays to the same projection', async () => {
-    const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
-    const cap = await authority('POST', '/v1/capabilities', {
-      subject_public_key: subject,
-      ttl_seconds: 3600,
-      grants: [
-        {
-          server_id: 'scripted',
-          tool_name: 'ok-model',
-          max_invocations: 5,
-          max_cost_per_invocation: 1_000_000_000,
-          currency: 'USD',
-        },
-      ],
-    });
-    // Non-ASCII on purpose: a chunk or a prefix cut mid-character would show in the digest.
-    const reply = 'é long reply ✓ '.repeat(Math.ceil((4 * MIB) / 19)).slice(0, 4 * MIB);
-    // In SSE events of 4 KiB, as a provider streams it (one event is bounded by the parser).
-    const chunks = Array.from({ length: Math.ceil(reply.length / 4096) }, (_, i) =>
-      reply.slice(i * 4096, (i + 1) * 4096),
-    );
-    h.provider().script('ok-model', [{ kind: 'stream', chunks, usage: { input_tokens: 5, output_tokens: 3 } }]);
+    const cap = await capability();
+    const reply = scriptBigReply();
     const body = workBody({ token: cap['token'] });
     const workId = body['work_id'] as string;
     expect((await h.post('/v1/work', body)).status).toBe(202);
@@ -119,4 +128,19 @@ describe('Issue 9: provider output larger than a message is kept by reference', 
     expect((await digestOf(replayed)).digest).toBe(live.digest);
     expect(sha256(String((await h.get(`/v1/work/${workId}`)).body['output']))).toBe(sha256(reply));
   }, 240_000);
+
+  it('Issue 9: a drop-in chat completion of 4 MiB answers the whole reply with one provider call', async () => {
+    const cap = await capability();
+    const before = h.calls('ok-model');
+    const reply = scriptBigReply();
+    const res = await fetch(`${h.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${String(cap['token'])}` },
+      body: JSON.stringify({ model: 'scripted/ok-model', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { choices: { message: { content: string } }[] };
+    expect(sha256(body.choices[0]!.message.content)).toBe(sha256(reply));
+    expect(h.calls('ok-model') - before).toBe(1);
+  }, 120_000);
 });

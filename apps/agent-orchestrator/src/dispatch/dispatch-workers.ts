@@ -148,7 +148,10 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
               }
             : {}),
         });
-        const end = liveSubject && result.kind === 'ended' ? liveEndOf(result.state) : undefined;
+        // A reply kept by reference (ADR 0019) is too large for a core NATS message: the
+        // caller's side reads it from the record, which it re-checks every second.
+        const byReference = result.kind === 'ended' && result.state.completion?.output_ref !== undefined;
+        const end = liveSubject && result.kind === 'ended' && !byReference ? liveEndOf(result.state) : undefined;
         if (liveSubject && end) nats.nc.publish(liveSubject, encodeLive({ kind: 'end', end }));
         if (result.kind === 'not_found')
           throw new PermanentFailure(`work ${work_id} was queued but has no WorkSubmitted event`);

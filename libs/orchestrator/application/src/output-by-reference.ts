@@ -6,7 +6,7 @@
 // and a reference. Past output_bytes_max the reply is cut, with a marker naming what it was.
 import { createHash } from 'node:crypto';
 import { sizeLimitsOf } from '@tally/contracts';
-import type { AttemptOutcome, OpaqueJson, OutputRef } from '@tally/orchestrator-domain';
+import type { AttemptOutcome, OpaqueJson, OutputRef, WorkUnitState } from '@tally/orchestrator-domain';
 import type { OutputStore } from './ports.js';
 
 export interface OutputLimits {
@@ -122,4 +122,20 @@ export async function resolveOutput(
       ...(recorded.output_parts === undefined ? {} : { output_parts: recorded.output_parts }),
     };
   return decodeOutputBlob(await store.get(recorded.output_ref));
+}
+
+/** The unit with its completion's whole reply in place of the prefix, for whoever answers a caller from it. */
+export async function withWholeOutput(store: OutputStore, state: WorkUnitState): Promise<WorkUnitState> {
+  const c = state.completion;
+  if (c?.output_ref === undefined) return state;
+  const whole = await resolveOutput(store, c);
+  const { output_parts: _prefixParts, ...rest } = c;
+  return {
+    ...state,
+    completion: {
+      ...rest,
+      output: whole.output,
+      ...(whole.output_parts === undefined ? {} : { output_parts: whole.output_parts }),
+    },
+  };
 }
