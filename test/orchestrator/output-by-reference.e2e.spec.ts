@@ -106,6 +106,10 @@ describe('Issue 9: provider output larger than a message is kept by reference', 
     expect(String(read['output']).length).toBe(reply.length);
     expect(sha256(String(read['output']))).toBe(sha256(reply));
 
+    const session = (await h.get(`/v1/sessions/${String(body['session_id'])}/messages`)).body;
+    const said = (session['messages'] as { role: string; content: string }[]).find((m) => m.role === 'assistant');
+    expect(sha256(said!.content)).toBe(sha256(reply));
+
     const receipt = (await h.get(`/v1/work/${workId}/receipt`)).body;
     const attempts = receipt['attempts'] as Json[];
     expect(attempts).toHaveLength(1);

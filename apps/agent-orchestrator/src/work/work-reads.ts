@@ -47,7 +47,8 @@ export class WorkReads {
     // A UTF-8 prefix ends on a character, so up to 3 bytes short of its bound.
     if (Buffer.byteLength(projected, 'utf8') < prefixBytes - 3) return projected;
     const completion = (await this.rt.repository.load(workId)).state.completion;
-    if (completion?.output_ref === undefined) return projected;
+    // Only the unit's own reply is completed; any other text of the same length is left as it is.
+    if (completion?.output_ref === undefined || completion.output !== projected) return projected;
     return (await resolveOutput(this.rt.outputs.store, completion)).output;
   }
 
@@ -70,6 +71,10 @@ export class WorkReads {
 
   async sessionMessages(sessionId: string, scope: WorkScope): Promise<ProjectedMessage[] | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
-    return this.rt.reads.sessionMessages(sessionId, SESSION_ENTRIES_MAX, scope);
+    const rows = await this.rt.reads.sessionMessagesOfUnits(sessionId, SESSION_ENTRIES_MAX, scope);
+    const out: ProjectedMessage[] = [];
+    for (const { work_id, role, content } of rows)
+      out.push({ role, content: role === 'assistant' ? await this.wholeOutput(work_id, content) : content });
+    return out;
   }
 }

@@ -7,6 +7,7 @@ import {
   referencedOutcome,
   sha256Hex,
   utf8Prefix,
+  workEventRegistry,
 } from '@tally/orchestrator-application';
 import type { AttemptOutcome } from '@tally/orchestrator-domain';
 
@@ -50,5 +51,42 @@ describe('Issue 9: output kept by reference (pure rules)', () => {
     expect(outcome.settlement).toBe('ok');
     expect(Buffer.byteLength(blob!.output, 'utf8')).toBeLessThanOrEqual(limits.bytesMax);
     expect(blob!.output).toContain(`of ${9 * MIB} bytes kept, sha256 ${sha256Hex(huge)}`);
+  });
+
+  it('Issue 9: an AttemptSettled of version 1 reads without output_ref, with a valid one, and is refused with a bad one', () => {
+    const registry = workEventRegistry();
+    const settled = (extra: Record<string, unknown>) =>
+      registry.decodeEnvelope(
+        Object.assign(Object.create(null) as object, {
+          event_id: 'e1',
+          type: 'AttemptSettled',
+          schema_version: 1,
+          aggregate_id: 'w1',
+          occurred_at: '2026-01-01T00:00:00.000Z',
+          payload: {
+            work_id: 'w1',
+            at: '2026-01-01T00:00:00.000Z',
+            ordinal: 0,
+            domain: 'unknown',
+            settlement: 'ok',
+            latency_ms: 1,
+            output: 'prefix',
+            ...extra,
+          },
+        }) as never,
+      );
+    const ref = {
+      stream: 'S',
+      subject: 'ns.work.out.w1.0',
+      bytes: 10,
+      sha256: sha256Hex('x'),
+      chunks: 1,
+      output_bytes: 8,
+    };
+    expect(settled({}).ok).toBe(true);
+    expect(settled({ output_ref: ref }).ok).toBe(true);
+    const bad = settled({ output_ref: { ...ref, sha256: 'nope' } });
+    expect(bad.ok).toBe(false);
+    expect(JSON.stringify(bad)).toContain('sha256');
   });
 });
