@@ -25,7 +25,10 @@ export function outputLimitsOf(messageBytesMax: number, bytesMax: number): Outpu
   // Twice in one commit: the attempt's settlement and the unit's completion.
   const inlineBytesMax = Math.floor(sizeLimitsOf(messageBytesMax).outputInlineBytesMax / 2);
   const previewBytes = Math.min(PREVIEW_BYTES_MAX, Math.floor(inlineBytesMax / 4));
-  if (!(bytesMax >= inlineBytesMax)) throw new Error(`output bytesMax=${bytesMax} is below the inline limit`);
+  if (!(bytesMax >= inlineBytesMax))
+    throw new Error(
+      `orchestrator.output_bytes_max=${bytesMax} is below the ${inlineBytesMax} bytes a reply may take inline; raise it`,
+    );
   return { inlineBytesMax, previewBytes, bytesMax };
 }
 
