@@ -154,7 +154,12 @@ describe('issue 9 item 8: backup and restore of the ledger', () => {
     expect(backup.output).toContain('backup complete');
     const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { streams: Json[] };
     const names = tallyNames(h.namespace);
-    const ledger = [names.budgetEventsStream, names.workEventsStream, names.directoryEventsStream];
+    const ledger = [
+      names.budgetEventsStream,
+      names.workEventsStream,
+      names.directoryEventsStream,
+      names.workOutputStream,
+    ];
     expect(manifest.streams.map((s) => s['name'])).toEqual(ledger);
     expect(readdirSync(dir).sort()).toEqual(['manifest.json', ...ledger.map((n) => `${n}.tar.s2`)].sort());
 

@@ -18,13 +18,23 @@ export const BACKUP_STREAM_KINDS = {
   'budget-events': (n: TallyNames) => n.budgetEventsStream,
   'work-events': (n: TallyNames) => n.workEventsStream,
   'directory-events': (n: TallyNames) => n.directoryEventsStream,
+  /** Replies too large for their events (ADR 0019): the work events name them, so they go with them. */
+  'work-output': (n: TallyNames) => n.workOutputStream,
   'work-queue': (n: TallyNames) => n.workQueueStream,
   commands: (n: TallyNames) => n.commandsStream,
   'dead-letters': (n: TallyNames) => n.deadLetterStream,
 } as const;
 export type BackupStreamKind = keyof typeof BACKUP_STREAM_KINDS;
-/** The ledger: budgets, work, and the directory (tenants, operator keys, signing keys), without which tokens no longer verify. */
-export const LEDGER_STREAM_KINDS: readonly BackupStreamKind[] = ['budget-events', 'work-events', 'directory-events'];
+/**
+ * The ledger: budgets, work (with the replies its events reference), and the directory
+ * (tenants, operator keys, signing keys), without which tokens no longer verify.
+ */
+export const LEDGER_STREAM_KINDS: readonly BackupStreamKind[] = [
+  'budget-events',
+  'work-events',
+  'directory-events',
+  'work-output',
+];
 
 export interface BackupStreamEntry {
   readonly kind: BackupStreamKind;
