@@ -158,6 +158,7 @@ describe('issue 9 item 8: backup and restore of the ledger', () => {
       names.budgetEventsStream,
       names.workEventsStream,
       names.directoryEventsStream,
+      names.workOutputStream,
       names.webhookEventsStream,
     ];
     expect(manifest.streams.map((s) => s['name'])).toEqual(ledger);

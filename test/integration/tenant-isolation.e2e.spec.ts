@@ -148,10 +148,19 @@ describe('Issue 8: two tenants at once never see each other’s rows', () => {
     };
     await Promise.all([spend('default'), spend('acme')]);
     expect(leaks).toEqual([]);
+    // The listing reads the projection, which may still be folding the last admissions: wait
+    // (bounded) for every own receipt, and fail at once on any other tenant's.
     for (const tenant of TENANTS) {
-      const page = await call(authority, 'GET', '/v1/receipts?limit=500', readers.get(tenant)!);
-      const seen = new Set((page.body['receipts'] as Json[]).map((r) => r['capability_id'] as string));
-      expect(seen).toEqual(capabilities.get(tenant));
+      const own = capabilities.get(tenant)!;
+      let seen = new Set<string>();
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+        const page = await call(authority, 'GET', '/v1/receipts?limit=500', readers.get(tenant)!);
+        seen = new Set((page.body['receipts'] as Json[]).map((r) => r['capability_id'] as string));
+        expect([...seen].filter((id) => !own.has(id))).toEqual([]);
+        if (seen.size === own.size) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(seen).toEqual(own);
     }
   }, 180_000);
 });

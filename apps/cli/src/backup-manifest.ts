@@ -18,6 +18,8 @@ export const BACKUP_STREAM_KINDS = {
   'budget-events': (n: TallyNames) => n.budgetEventsStream,
   'work-events': (n: TallyNames) => n.workEventsStream,
   'directory-events': (n: TallyNames) => n.directoryEventsStream,
+  /** Replies too large for their events (ADR 0019): the work events name them, so they go with them. */
+  'work-output': (n: TallyNames) => n.workOutputStream,
   'webhook-events': (n: TallyNames) => n.webhookEventsStream,
   'work-queue': (n: TallyNames) => n.workQueueStream,
   commands: (n: TallyNames) => n.commandsStream,
@@ -25,13 +27,15 @@ export const BACKUP_STREAM_KINDS = {
 } as const;
 export type BackupStreamKind = keyof typeof BACKUP_STREAM_KINDS;
 /**
- * The ledger: budgets, work, the directory (tenants, operator keys, signing keys), without
- * which tokens no longer verify, and the tenants' webhook endpoints with their deliveries.
+ * The ledger: budgets, work (with the replies its events reference), the directory
+ * (tenants, operator keys, signing keys), without which tokens no longer verify, and the
+ * tenants' webhook endpoints with their deliveries.
  */
 export const LEDGER_STREAM_KINDS: readonly BackupStreamKind[] = [
   'budget-events',
   'work-events',
   'directory-events',
+  'work-output',
   'webhook-events',
 ];
 

@@ -25,6 +25,13 @@ export interface TallyNames {
   readonly workEventsWildcard: string;
   readonly workQueueSubject: string;
   /**
+   * Provider output too large for the event that records it (ADR 0019), in chunks written
+   * before that event: chunk i of attempt n of a unit is `<ns>.work.out.<workId>.<n>.<i>`.
+   */
+  readonly workOutputStream: string;
+  workOutputSubject(workId: string, ordinal: number): string;
+  readonly workOutputWildcard: string;
+  /**
    * Core NATS, no stream: the live reply of one unit the drop-in endpoints wait on (its deltas
    * as the provider emits them, then its end). Published by whichever replica's worker runs
    * the unit, subscribed by the replica holding the caller's HTTP connection (ADR 0036).
@@ -78,6 +85,9 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     budgetEventsWildcard: `${namespace}.budget.evt.>`,
     workEventsWildcard: `${namespace}.work.evt.>`,
     workQueueSubject: `${namespace}.work.queue`,
+    workOutputStream: `${upper}_WORK_OUTPUT`,
+    workOutputSubject: (id, ordinal) => `${namespace}.work.out.${assertSubjectToken(id, 'workId')}.${ordinal}`,
+    workOutputWildcard: `${namespace}.work.out.>`,
     workLiveSubject: (id) => `${namespace}.work.live.${assertSubjectToken(id, 'workId')}`,
     workLiveWildcard: `${namespace}.work.live.>`,
     commandSubject: (service, command) => `${namespace}.cmd.${service}.${assertSubjectToken(command, 'command')}`,

@@ -91,6 +91,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     jitter: Math.random,
     sleep,
     newId: randomUUID,
+    outputs: rt.outputs,
     options: {
       stepsMax: STEPS_MAX,
       abortPollMs: ABORT_POLL_MS,
@@ -170,7 +171,10 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
             }
           : {}),
       });
-      const end = liveSubject && result.kind === 'ended' ? liveEndOf(result.state) : undefined;
+      // A reply kept by reference (ADR 0019) is too large for a core NATS message: the
+      // caller's side reads it from the record, which it re-checks every second.
+      const byReference = result.kind === 'ended' && result.state.completion?.output_ref !== undefined;
+      const end = liveSubject && result.kind === 'ended' && !byReference ? liveEndOf(result.state) : undefined;
       if (liveSubject && end)
         nats.nc.publish(liveSubject, encodeLive({ kind: 'end', end }), { headers: injectTrace(natsHeaders()) });
       if (result.kind === 'not_found')

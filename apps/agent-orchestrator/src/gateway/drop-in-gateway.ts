@@ -5,6 +5,7 @@
 import type { NeutralError, NeutralRequest } from '@tally/orchestrator-dialects';
 import { isTerminal, type ChatMessage, type OpaqueJson, type RouteLeg } from '@tally/orchestrator-domain';
 import { createHash, randomUUID } from 'node:crypto';
+import { withWholeOutput } from '@tally/orchestrator-application';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 import { limitsFor, WorkSubmission } from '../work/work-submission.js';
 import type { DialectWriter } from './dialect-writer.js';
@@ -63,7 +64,7 @@ export class DropInGateway {
     try {
       const submitted = await this.submit(call, workId, routed.route);
       if (!submitted.ok) return http.error(call.writer.error(submitted.error));
-      if (isTerminal(submitted.state)) live.endFromState(submitted.state);
+      if (isTerminal(submitted.state)) live.endFromState(await withWholeOutput(this.rt.outputs.store, submitted.state));
       else {
         // The subscription must be at the server before any worker can publish to it.
         await nats.nc.flush();
@@ -131,8 +132,9 @@ export class DropInGateway {
     return { ok: false as const, error };
   }
 
+  /** The record, with a reply kept by reference read whole (ADR 0019): the caller gets all of it. */
   private async load(workId: string) {
-    return (await this.rt.repository.load(workId)).state;
+    return withWholeOutput(this.rt.outputs.store, (await this.rt.repository.load(workId)).state);
   }
 
   /** Every attempt may run to its timeout; past that the caller is answered, and the unit goes on. */

@@ -8,6 +8,7 @@ import type {
   WireReceipt,
   WorkScope,
 } from '@tally/orchestrator-projections';
+import { resolveOutput } from '@tally/orchestrator-application';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export interface WorkStatusBody {
@@ -32,8 +33,23 @@ export class WorkReads {
       session_id: row.session_id,
       status: row.status,
       ...(row.error === undefined ? {} : { error: row.error }),
-      ...(row.output === undefined ? {} : { output: row.output }),
+      ...(row.output === undefined ? {} : { output: await this.wholeOutput(workId, row.output) }),
     };
+  }
+
+  /**
+   * The projection keeps a long reply's prefix only (ADR 0019). A stored output as long as
+   * that prefix may be one: the unit's completion then says where the whole reply is.
+   * (A reply just under the inline limit costs this one extra load of the unit, and no more.)
+   */
+  private async wholeOutput(workId: string, projected: string): Promise<string> {
+    const prefixBytes = this.rt.outputs.limits.previewBytes;
+    // A UTF-8 prefix ends on a character, so up to 3 bytes short of its bound.
+    if (Buffer.byteLength(projected, 'utf8') < prefixBytes - 3) return projected;
+    const completion = (await this.rt.repository.load(workId)).state.completion;
+    // Only the unit's own reply is completed; any other text of the same length is left as it is.
+    if (completion?.output_ref === undefined || completion.output !== projected) return projected;
+    return (await resolveOutput(this.rt.outputs.store, completion)).output;
   }
 
   async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
@@ -55,6 +71,10 @@ export class WorkReads {
 
   async sessionMessages(sessionId: string, scope: WorkScope): Promise<ProjectedMessage[] | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
-    return this.rt.reads.sessionMessages(sessionId, SESSION_ENTRIES_MAX, scope);
+    const rows = await this.rt.reads.sessionMessagesOfUnits(sessionId, SESSION_ENTRIES_MAX, scope);
+    const out: ProjectedMessage[] = [];
+    for (const { work_id, role, content } of rows)
+      out.push({ role, content: role === 'assistant' ? await this.wholeOutput(work_id, content) : content });
+    return out;
   }
 }

@@ -24,8 +24,16 @@ import type {
   JitterSource,
   PriceTable,
   ProviderGateway,
+  OutputStore,
   Sleep,
 } from './ports.js';
+import {
+  boundOutcome,
+  encodeOutputBlob,
+  inlineFallback,
+  referencedOutcome,
+  type OutputLimits,
+} from './output-by-reference.js';
 import type { AppendOutcome, WorkUnitRepository, WorkUnitView } from './work-unit.repository.js';
 
 export interface DispatchWorkerOptions {
@@ -58,6 +66,11 @@ export interface DispatchWorkerDeps {
   readonly sleep: Sleep;
   readonly newId: IdSource;
   readonly options: DispatchWorkerOptions;
+  /**
+   * Where a reply too large for its event goes (ADR 0019). Absent: every reply is recorded
+   * inline, which only a store whose messages are unbounded can take.
+   */
+  readonly outputs?: { readonly store: OutputStore; readonly limits: OutputLimits };
 }
 
 export interface ProcessOptions {
@@ -261,7 +274,12 @@ export class DispatchWorker {
     });
     if (admission.admission_proof !== undefined) this.rememberProof(admission.hold_id, admission.admission_proof);
     if (started.kind !== 'appended') return this.afterLostStart(workId, plan.ordinal, admission.hold_id, token);
-    const outcome = await this.callProvider(workId, started.view, plan, options, maxTokens);
+    const outcome = await this.keepOutput(
+      workId,
+      plan.ordinal,
+      await this.callProvider(workId, started.view, plan, options, maxTokens),
+      options,
+    );
     const settle = this.command({ type: 'SettleAttempt', ordinal: plan.ordinal, outcome });
     const recorded = await this.recordOutcome(workId, started.view, settle, options);
     if (recorded.kind === 'rejected')
@@ -298,6 +316,34 @@ export class DispatchWorker {
         if (this.deps.clock.nowMs() + pause > deadline) throw error;
         // The first write may have landed: from now on decide on what the stream holds.
         from = undefined;
+        options.onProgress?.();
+        await this.deps.sleep(pause);
+      }
+    }
+  }
+
+  /**
+   * Makes a made call's outcome recordable: a reply too large for its event is written to the
+   * output store first (re-sent like the outcome itself while the store refuses writes) and
+   * the outcome then names it. If it cannot be written in time, the outcome keeps what fits.
+   */
+  private async keepOutput(
+    workId: string,
+    ordinal: number,
+    raw: AttemptOutcome,
+    options: ProcessOptions,
+  ): Promise<AttemptOutcome> {
+    const outputs = this.deps.outputs;
+    if (!outputs) return raw;
+    const { outcome, blob } = boundOutcome(raw, outputs.limits);
+    if (!blob) return outcome;
+    const bytes = encodeOutputBlob(blob);
+    const deadline = this.deps.clock.nowMs() + (this.deps.options.recordRetryMs ?? 0);
+    for (let pause = RECORD_PAUSE_MIN_MS; ; pause = Math.min(2 * pause, RECORD_PAUSE_MAX_MS)) {
+      try {
+        return referencedOutcome(outcome, await outputs.store.put(workId, ordinal, bytes), outputs.limits);
+      } catch {
+        if (this.deps.clock.nowMs() + pause > deadline) return inlineFallback(outcome, outputs.limits);
         options.onProgress?.();
         await this.deps.sleep(pause);
       }

@@ -8,3 +8,4 @@ export * from './attempt-outcome.mapping.js';
 export * from './dispatch-worker.js';
 export * from './work-units.js';
 export * from './fitted-admission.js';
+export * from './output-by-reference.js';

@@ -1,7 +1,7 @@
 // The ports the orchestrator's use cases need. Adapters implement them in platform libs
 // and apps; the shapes are structural, so the provider registry and the budget client
 // satisfy them without this library importing either.
-import type { ModelPrice, Purpose } from '@tally/orchestrator-domain';
+import type { ModelPrice, OutputRef, Purpose } from '@tally/orchestrator-domain';
 
 export type { ModelPrice } from '@tally/orchestrator-domain';
 
@@ -54,6 +54,15 @@ export interface ProviderGateway {
     onProgress?: () => void,
     onDelta?: (delta: DispatchDelta) => void,
   ): Promise<DispatchOutcome>;
+}
+
+// ---- Output kept by reference (ADR 0019): a reply too large for the event that records it.
+
+export interface OutputStore {
+  /** Writes the blob in chunks (a re-write of the same blob dedupes) and returns where it is. */
+  put(workId: string, ordinal: number, blob: Uint8Array): Promise<OutputRef>;
+  /** Reassembles a blob and checks it against the reference's size and digest. */
+  get(ref: OutputRef): Promise<Uint8Array>;
 }
 
 // ---- Budget authority: Admit before every paid dispatch, Settle after it (budget-authority spec).

@@ -100,6 +100,18 @@ export class AttemptStartedDto extends Base {
   @IsInt() @Min(0) backoff_ms!: number;
 }
 
+const HEX_SHA256 = /^[0-9a-f]{64}$/;
+
+/** Optional on version 1 events: events from before ADR 0019 never carry it, and read as they did. */
+export class OutputRefDto {
+  @IsString() @Length(1, 256) stream!: string;
+  @IsString() @Length(1, 512) subject!: string;
+  @IsInt() @Min(0) bytes!: number;
+  @Matches(HEX_SHA256) sha256!: string;
+  @IsInt() @Min(1) chunks!: number;
+  @IsInt() @Min(0) output_bytes!: number;
+}
+
 export class AttemptSettledDto extends Base {
   @IsInt() @Min(0) ordinal!: number;
   @IsIn(FAILURE_DOMAINS) domain!: string;
@@ -109,6 +121,7 @@ export class AttemptSettledDto extends Base {
   @IsOptional() @IsString() error?: string;
   @IsOptional() @IsString() output?: string;
   @IsOptional() @IsArray() @IsObject({ each: true }) output_parts?: Record<string, unknown>[];
+  @IsOptional() @ValidateNested() @Type(() => OutputRefDto) output_ref?: OutputRefDto;
   @IsOptional() @IsString() @Length(1, 64) stop_reason?: string;
   @IsOptional() @IsString() partial_output?: string;
   @IsOptional() @IsInt() @Min(0) retry_after_ms?: number;
@@ -132,6 +145,7 @@ export class WorkCompletedDto extends Base {
   @IsInt() @Min(0) winning_attempt!: number;
   @IsString() output!: string;
   @IsOptional() @IsArray() @IsObject({ each: true }) output_parts?: Record<string, unknown>[];
+  @IsOptional() @ValidateNested() @Type(() => OutputRefDto) output_ref?: OutputRefDto;
   @IsOptional() @IsString() @Length(1, 64) stop_reason?: string;
 }
 

@@ -1,7 +1,7 @@
 // What a work unit does next, decided from its state alone. Workers call `planNext` at
 // the top of every loop, and `decide` calls it again to check a command against it, so
 // a resumed or racing worker always lands on the same next step.
-import type { FailureCode, HoldOutcomeKind } from './work-unit.events.js';
+import type { FailureCode, HoldOutcomeKind, OutputRef } from './work-unit.events.js';
 import { realizedCostUnits } from './pricing.js';
 import {
   assertInvariant,
@@ -28,6 +28,7 @@ export type NextStep =
       readonly winning_attempt: number;
       readonly output: string;
       readonly output_parts?: readonly OpaqueJson[];
+      readonly output_ref?: OutputRef;
       readonly stop_reason?: string;
     }
   | { readonly kind: 'abort'; readonly reason: string; readonly partial_output?: string }
@@ -70,6 +71,7 @@ export function planNext(state: WorkUnitState, jitter: number): NextStep {
       winning_attempt: last.ordinal,
       output: last.settled.output,
       ...(last.settled.output_parts === undefined ? {} : { output_parts: last.settled.output_parts }),
+      ...(last.settled.output_ref === undefined ? {} : { output_ref: last.settled.output_ref }),
       ...(last.settled.stop_reason === undefined ? {} : { stop_reason: last.settled.stop_reason }),
     };
   if (last?.settled?.settlement === 'cancelled')

@@ -1,6 +1,6 @@
 // Commands a work unit accepts. Each carries its own id (from which event ids derive, so a
 // re-sent command dedupes in the stream) and the time it was issued: the domain reads no clock.
-import type { FailureCode, ModelPrice } from './work-unit.events.js';
+import type { FailureCode, ModelPrice, OutputRef } from './work-unit.events.js';
 import type {
   ChatMessage,
   Entrypoint,
@@ -68,6 +68,8 @@ export interface AttemptOutcome {
   readonly error?: string;
   readonly output?: string;
   readonly output_parts?: readonly OpaqueJson[];
+  /** Set by the worker when it kept a large reply by reference; `output` is then its prefix. */
+  readonly output_ref?: OutputRef;
   readonly stop_reason?: string;
   readonly partial_output?: string;
   readonly retry_after_ms?: number;

@@ -124,6 +124,7 @@ function decideConclude(command: WorkCommand, state: WorkUnitState, base: { work
           winning_attempt: step.winning_attempt,
           output: step.output,
           ...(step.output_parts === undefined ? {} : { output_parts: step.output_parts }),
+          ...(step.output_ref === undefined ? {} : { output_ref: step.output_ref }),
           ...(step.stop_reason === undefined ? {} : { stop_reason: step.stop_reason }),
         },
       ]);
@@ -151,7 +152,7 @@ export function applySettlementRule(outcome: AttemptOutcome): AttemptOutcome {
   if (outcome.settlement === 'ok' && !outcome.usage) return { ...outcome, settlement: 'unknown' };
   if (outcome.settlement !== 'ok' && outcome.output !== undefined) {
     // Only a completed reply may carry `output`; anything else keeps it as partial output.
-    const { output, output_parts: _parts, ...rest } = outcome;
+    const { output, output_parts: _parts, output_ref: _ref, ...rest } = outcome;
     return { ...rest, partial_output: rest.partial_output ?? output };
   }
   return outcome;

@@ -23,6 +23,24 @@ export interface ModelPrice {
   readonly per_call_units?: number;
 }
 
+/**
+ * Where a reply too large for its event is kept (ADR 0019): a blob, the UTF-8 JSON of
+ * `{output, output_parts?}`, cut in `chunks` messages on `subject.0` … `subject.<chunks-1>`
+ * of `stream`, written before the event that names it. The event's own `output` is then a
+ * bounded prefix of the reply, for previews; readers that need the whole reply resolve this.
+ */
+export interface OutputRef {
+  readonly stream: string;
+  readonly subject: string;
+  /** Size of the blob in bytes. */
+  readonly bytes: number;
+  /** SHA-256 of the blob, hex: a reader checks what it reassembled against it. */
+  readonly sha256: string;
+  readonly chunks: number;
+  /** Size in bytes of the reply's text (`output`) alone. */
+  readonly output_bytes: number;
+}
+
 export interface WorkSubmitted {
   readonly type: 'WorkSubmitted';
   readonly work_id: string;
@@ -89,6 +107,8 @@ export interface AttemptSettled {
   readonly output?: string;
   /** The reply's structured parts (text and tool calls, in order) when it has more than text. */
   readonly output_parts?: readonly OpaqueJson[];
+  /** Present when the reply was too large for this event: `output` is then its prefix (ADR 0019). */
+  readonly output_ref?: OutputRef;
   /** Why the model stopped (neutral: end_turn, max_tokens, stop_sequence, tool_use, content_filter). */
   readonly stop_reason?: string;
   readonly partial_output?: string;
@@ -129,6 +149,8 @@ export interface WorkCompleted {
   readonly winning_attempt: number;
   readonly output: string;
   readonly output_parts?: readonly OpaqueJson[];
+  /** The winning attempt's reference, when its reply was kept by reference (ADR 0019). */
+  readonly output_ref?: OutputRef;
   readonly stop_reason?: string;
   readonly at: string;
 }

@@ -2,7 +2,7 @@
 // keep (ordinals dense from 0, one open attempt at most, nothing after a terminal
 // event): the decider only emits events that keep them, so a violation is a bug or a
 // corrupted stream and must stop the worker loudly.
-import type { HoldOutcomeKind, ModelPrice, WorkEvent, WorkSubmitted } from './work-unit.events.js';
+import type { HoldOutcomeKind, ModelPrice, OutputRef, WorkEvent, WorkSubmitted } from './work-unit.events.js';
 import type { AttemptReason, FailureDomain, OpaqueJson, Settlement, Usage } from './work-unit.types.js';
 
 export type WorkStatus = 'absent' | 'queued' | 'running' | 'completed' | 'failed' | 'aborted';
@@ -15,6 +15,8 @@ export interface AttemptSettlement {
   readonly error?: string;
   readonly output?: string;
   readonly output_parts?: readonly OpaqueJson[];
+  /** The whole reply's place when `output` is only its prefix (ADR 0019). */
+  readonly output_ref?: OutputRef;
   readonly stop_reason?: string;
   readonly partial_output?: string;
   readonly retry_after_ms?: number;
@@ -55,6 +57,7 @@ export interface WorkUnitState {
     readonly winning_attempt: number;
     readonly output: string;
     readonly output_parts?: readonly OpaqueJson[];
+    readonly output_ref?: OutputRef;
     readonly stop_reason?: string;
     readonly at: string;
   };
@@ -131,6 +134,7 @@ export function evolve(state: WorkUnitState, event: WorkEvent): WorkUnitState {
           winning_attempt: event.winning_attempt,
           output: event.output,
           ...(event.output_parts === undefined ? {} : { output_parts: event.output_parts }),
+          ...(event.output_ref === undefined ? {} : { output_ref: event.output_ref }),
           ...(event.stop_reason === undefined ? {} : { stop_reason: event.stop_reason }),
           at: event.at,
         },

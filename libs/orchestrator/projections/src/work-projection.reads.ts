@@ -84,6 +84,15 @@ export class WorkProjectionReads {
   }
 
   async sessionMessages(sessionId: string, limit: number, scope: WorkScope = {}): Promise<ProjectedMessage[]> {
+    return (await this.sessionMessagesOfUnits(sessionId, limit, scope)).map(({ role, content }) => ({ role, content }));
+  }
+
+  /** The session's messages with the unit each came from, for a reader that completes long replies (ADR 0019). */
+  async sessionMessagesOfUnits(
+    sessionId: string,
+    limit: number,
+    scope: WorkScope = {},
+  ): Promise<(ProjectedMessage & { readonly work_id: string })[]> {
     const { sql, params } = scopeSql(scope);
     const rows = await this.manager()
       .createQueryBuilder(SessionMessageRow, 'm')
@@ -94,7 +103,7 @@ export class WorkProjectionReads {
       .addOrderBy('m.message_index', 'ASC')
       .limit(limit)
       .getMany();
-    return rows.map((r) => ({ role: r.role, content: r.content }));
+    return rows.map((r) => ({ role: r.role, content: r.content, work_id: r.workId }));
   }
 
   async sessionExists(sessionId: string, scope: WorkScope = {}): Promise<boolean> {

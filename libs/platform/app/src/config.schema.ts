@@ -171,6 +171,12 @@ export class OrchestratorConfig {
   @IsInt() @Min(100) @Max(120_000) budget_timeout_ms = 5_000;
   @IsBoolean() run_workers = true;
   /**
+   * The largest provider reply kept, in bytes (ADR 0019). A reply too large for its event is
+   * kept by reference in the work-output stream; past this it is cut, with a marker naming its
+   * full size and digest, and the unit still completes and is charged once.
+   */
+  @IsInt() @Min(64 * 1024) @Max(1024 * 1024 * 1024) output_bytes_max = 32 * 1024 * 1024;
+  /**
    * 'metered' (the default) admits and settles every paid dispatch with the budget authority.
    * 'unmetered' skips the authority for benchmarks and local experiments; attempts are still
    * recorded, with hold ids marked unmetered, and the boot log warns (docs/adr/0005).

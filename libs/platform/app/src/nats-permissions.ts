@@ -71,6 +71,7 @@ function streamInfos(n: TallyNames): string[] {
   const streams = [
     n.budgetEventsStream,
     n.workEventsStream,
+    n.workOutputStream,
     n.directoryEventsStream,
     n.workQueueStream,
     n.commandsStream,
@@ -141,6 +142,8 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
     publish: {
       allow: [
         n.workEventsWildcard,
+        // Output too large for its event, written before it and read back by the API (ADR 0019).
+        n.workOutputWildcard,
         n.workQueueSubject,
         n.workLiveWildcard,
         abort,
@@ -150,6 +153,7 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         ...streamInfos(n),
         ...readStream(n.workEventsStream),
         ...orderedConsumers(n.workEventsStream, n.workEventsWildcard),
+        ...readStream(n.workOutputStream),
         ...readStream(n.directoryEventsStream),
         ...orderedConsumers(n.directoryEventsStream, n.directoryEventsWildcard),
         // The grants an MCP session offers are read from the capability's CapabilityIssued event,

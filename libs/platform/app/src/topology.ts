@@ -138,7 +138,7 @@ function usedBy(
       }
     : {
         // The budget events are read for the grants an MCP session offers (never written).
-        streams: [...shared, names.workEventsStream, names.workQueueStream],
+        streams: [...shared, names.workEventsStream, names.workOutputStream, names.workQueueStream],
         buckets,
         durables: [durableNameFor('work'), DISPATCH_CONSUMER],
       };

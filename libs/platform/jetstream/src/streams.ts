@@ -33,6 +33,8 @@ export type TallyStreamKind =
   | 'workEvents'
   /** Tenants, operator keys and signing keys (ADR 0010): ledger, with the event streams' policy. */
   | 'directoryEvents'
+  /** Provider output kept by reference (ADR 0019): part of the record, with the event streams' policy. */
+  | 'workOutput'
   | 'workQueue'
   | 'commands'
   | 'deadLetter';
@@ -63,6 +65,7 @@ function policyOf(kind: TallyStreamKind, limits: StreamLimits): Policy {
     case 'budgetEvents':
     case 'workEvents':
     case 'directoryEvents':
+    case 'workOutput':
       // The ledger: no age or count limit, a byte limit only when the operator sets one, and
       // then a full stream refuses the append. No message can be deleted or purged.
       return {
@@ -111,13 +114,14 @@ function spec(
 
 export type TallyStreamSpec = ReturnType<typeof spec>;
 
-/** The six Tally streams, each with its kind's policy. */
+/** The seven Tally streams, each with its kind's policy. */
 export function tallyStreamSpecs(names: TallyNames, limits: StreamLimits): TallyStreamSpec[] {
   assertLimits(limits);
   return [
     spec(names.budgetEventsStream, [names.budgetEventsWildcard], 'budgetEvents', limits),
     spec(names.workEventsStream, [names.workEventsWildcard], 'workEvents', limits),
     spec(names.directoryEventsStream, [names.directoryEventsWildcard], 'directoryEvents', limits),
+    spec(names.workOutputStream, [names.workOutputWildcard], 'workOutput', limits),
     spec(names.workQueueStream, [names.workQueueSubject], 'workQueue', limits),
     spec(names.commandsStream, [`${names.namespace}.cmd.>`], 'commands', limits),
     spec(names.deadLetterStream, [names.deadLetterWildcard], 'deadLetter', limits),

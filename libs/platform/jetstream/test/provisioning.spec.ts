@@ -18,10 +18,10 @@ describe('stream provisioning', () => {
 
   it('provisioning twice is idempotent: the first run creates, the second verifies and changes nothing', async () => {
     const first = await provisionTallyStreams(f.jsm, f.names, testStreamLimits);
-    expect(first.map((s) => s.outcome)).toEqual(Array(6).fill('created'));
+    expect(first.map((s) => s.outcome)).toEqual(Array(7).fill('created'));
     const before = await f.jsm.streams.info(f.names.workQueueStream);
     const second = await provisionTallyStreams(f.jsm, f.names, testStreamLimits);
-    expect(second.map((s) => s.outcome)).toEqual(Array(6).fill('verified'));
+    expect(second.map((s) => s.outcome)).toEqual(Array(7).fill('verified'));
     const after = await f.jsm.streams.info(f.names.workQueueStream);
     expect(after.config).toEqual(before.config);
     expect(after.config.retention).toBe(RetentionPolicy.Workqueue);
