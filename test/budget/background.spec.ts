@@ -38,6 +38,13 @@ const resolved = (capId: string) =>
     'every ambiguity resolved',
   );
 
+/** tally_holds_settlement_overdue as the authority's /metrics shows it. */
+async function overdueHolds(): Promise<number> {
+  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('tally_holds_settlement_overdue '));
+  return line === undefined ? Number.NaN : Number(line.split(' ')[1]);
+}
+
 describe('background loops', () => {
   it('B20 an uncaptured hold past its TTL is reversed by a durable expiry event; the stalled Admit can no longer capture it', async () => {
     const cap = await stack.issue([monetaryGrant()]);
@@ -73,12 +80,15 @@ describe('background loops', () => {
     const kinds = (await stack.events(cap['id'])).map((e) => e['kind']);
     expect(kinds).toEqual(['capture_invocation', 'authorize_exposure']);
     await usageIs(cap['id'], 1, 100);
+    // Kept, and shown to the operator as a settlement that is overdue.
+    const overdue = await eventually(overdueHolds, (n) => n >= 1, 15_000, 'an overdue hold on /metrics');
     const settled = await stack.settle({
       hold_id: admitted['hold_id'],
       outcome: { kind: 'completed', cost_units: 60, currency: 'USD' },
     });
     expect(settled['receipt']['settlement']).toBe('completed');
     await usageIs(cap['id'], 1, 60);
+    await eventually(overdueHolds, (n) => n === overdue - 1, 15_000, 'the settled hold no longer overdue');
   });
 
   it('B21 an ambiguous payment authorization the rail did commit is released and the capture cancelled by the reconciler, from the rail settlement state', async () => {

@@ -101,6 +101,7 @@ describe('Issue 12: metrics operators alert on', () => {
     // The network failure's hold is retained whole (B5), so its worst case stays exposed.
     expect(value(samples, 'tally_exposure_units', { currency: 'USD' })).toBeGreaterThan(0);
     expect(value(samples, 'tally_ambiguities_open')).toBe(0);
+    expect(value(samples, 'tally_holds_settlement_overdue')).toBe(0);
     expect(series(samples, 'tally_ambiguity_oldest_age_seconds')).toHaveLength(1);
     expect(text).toContain('# TYPE tally_holds_expired_total counter');
     expect(text).toContain('# TYPE tally_reconciler_resolutions_total counter');

@@ -53,6 +53,8 @@ export class SettleRefused extends Error {
   override readonly name = 'SettleRefused';
 }
 
+const UNVERIFIED = 'admission_unverified: the admission proof does not verify for its hold';
+
 export class JetStreamBudgetPort implements BudgetPort {
   readonly credentialRequired = true;
 
@@ -80,22 +82,47 @@ export class JetStreamBudgetPort implements BudgetPort {
       payload,
       this.sendOptions(),
     );
-    return this.dispatchable(admitDecisionOf(reply));
+    const decision = admitDecisionOf(reply);
+    const refusal = await this.refusalOf(decision);
+    if (refusal === undefined) return decision;
+    if (refusal === UNVERIFIED) await this.releaseUnverified(request, decision.hold_id!);
+    return { verdict: 'deny', reason: refusal };
   }
 
   /**
    * Fail closed: only an allow that says dispatch and carries a proof, signed by a published
-   * key for this very hold, may lead to a paid call. A nonce preflight (dispatch: false) or
-   * an unverifiable answer is refused here, and its hold is left to the authority's expiry.
+   * key for this very hold, may lead to a paid call. A nonce preflight (dispatch: false) is
+   * refused and left to the authority's expiry (it was never captured); an unverifiable
+   * answer is refused too, and released by the caller.
    */
-  private async dispatchable(decision: AdmitDecision): Promise<AdmitDecision> {
-    if (decision.verdict !== 'allow') return decision;
-    if (decision.dispatch !== true)
-      return { verdict: 'deny', reason: 'not_dispatchable: the admission did not say dispatch (a nonce preflight)' };
+  private async refusalOf(decision: AdmitDecision): Promise<string | undefined> {
+    if (decision.verdict !== 'allow') return undefined;
+    if (decision.dispatch !== true) return 'not_dispatchable: the admission did not say dispatch (a nonce preflight)';
     const proof = decision.admission_proof;
     if (proof === undefined || decision.hold_id === undefined || !(await this.proofs.verify(proof, decision.hold_id)))
-      return { verdict: 'deny', reason: 'admission_unverified: the admission proof does not verify for its hold' };
-    return decision;
+      return UNVERIFIED;
+    return undefined;
+  }
+
+  /**
+   * An admission said dispatch but its proof did not verify here (e.g. this replica's key view
+   * has not seen a new signing key yet). The hold may be real, captured and paid for: expiry
+   * never reverses a captured hold (B20), so it would stay exposed for good. It is settled
+   * not_dispatched at once, which is true, with the token as the right to settle. A hold the
+   * authority does not know (the answer was not its own) has nothing to release. Anything
+   * else throws: the unit is retried, gets the same answer, and releases it then.
+   */
+  private async releaseUnverified(request: AdmitRequest, holdId: string): Promise<void> {
+    try {
+      await this.settle({
+        command_id: `${request.command_id}:release-unverified`,
+        hold_id: holdId,
+        outcome: { kind: 'not_dispatched', reason: 'the admission proof did not verify at the orchestrator' },
+        token: request.token,
+      });
+    } catch (error) {
+      if (!(error instanceof SettleRefused)) throw error;
+    }
   }
 
   async settle(request: SettleRequest): Promise<SettleResult> {

@@ -166,6 +166,7 @@ export class MeteredBudgetAuthority extends BudgetAuthority {
 interface LedgerFigures {
   readonly byCurrency: { currency: string; holds: number; exposure: number; committed: number }[];
   readonly ambiguitiesOpen: number;
+  readonly holdsOverdue: number;
   readonly oldestAmbiguitySequence: number | null;
 }
 
@@ -186,6 +187,10 @@ async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures>
   const ambiguities = await dataSource.query(
     `SELECT COUNT(*) AS open, MIN(recorded_sequence) AS oldest FROM ${t.ambiguities} WHERE resolution IS NULL`,
   );
+  // Captured past their TTL: expiry never releases these (B20), only a settlement does.
+  const overdue = await dataSource.query(
+    `SELECT COUNT(*) AS overdue FROM ${t.holds} WHERE status IN ('captured', 'admitted') AND expires_at_ms <= ${Date.now()}`,
+  );
   const byCurrency = new Map<string, { currency: string; holds: number; exposure: number; committed: number }>();
   const entry = (currency: unknown) => {
     const key = labelValue(typeof currency === 'string' ? currency : null, 'none');
@@ -203,6 +208,7 @@ async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures>
   return {
     byCurrency: [...byCurrency.values()],
     ambiguitiesOpen: Number(a['open'] ?? 0),
+    holdsOverdue: Number((overdue as Record<string, unknown>[])[0]?.['overdue'] ?? 0),
     oldestAmbiguitySequence: a['oldest'] === null || a['oldest'] === undefined ? null : Number(a['oldest']),
   };
 }
@@ -256,6 +262,15 @@ export function registerLedgerGauges(
     async collect() {
       const figures = await read();
       if (figures) this.set(figures.ambiguitiesOpen);
+    },
+  });
+  new Gauge({
+    name: 'tally_holds_settlement_overdue',
+    help: 'Captured or admitted holds past their TTL with no settlement: expiry never releases these, the orchestrator must settle them',
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) this.set(figures.holdsOverdue);
     },
   });
   new Gauge({
