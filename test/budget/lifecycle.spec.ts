@@ -75,6 +75,28 @@ describe('lifecycle', () => {
     expect((await stack.admit(admitPayload(limited['token'], 'b1-inv-2', 'standalone')))['verdict']).toBe('deny');
   });
 
+  it('B1 B2 with a passive hook and no nonce the capture goes in the authorizing commit (ADR 0041): one commit index for both, the capture id names it, it precedes payment and a replay is still denied', async () => {
+    const cap = await monetaryCapability();
+    const first = await stack.admit(admitPayload(cap['token'], 'b2-one-commit', 'session'));
+    expect(first['verdict']).toBe('allow');
+    expectCaptureMetadata(first['receipt'], cap['id'], 'b2-one-commit');
+    const budget = first['receipt']['metadata']['budget_authority'];
+    expect(budget['invocation_capture']['budget_commit_index']).toBe(budget['authorize']['budget_commit_index']);
+    expect(first['admission_proof']['claims']['capture_event_id']).toBe(budget['invocation_capture']['event_id']);
+    expect(first['admission_proof']['claims']['capture_commit_index']).toBe(budget['authorize']['budget_commit_index']);
+    const events = await stack.events(cap['id']);
+    const captured = events.find((e) => e['kind'] === 'capture_invocation')!;
+    const authorized = events.find((e) => e['kind'] === 'authorize_exposure')!;
+    expect(captured['event_id']).toBe(budget['invocation_capture']['event_id']);
+    expect(captured['commit_index']).toBe(authorized['commit_index']);
+    expect((await rail())['authorize']).toBe(1);
+    const replay = await stack.admit(admitPayload(cap['token'], 'b2-one-commit', 'session'));
+    expect(replay['verdict']).toBe('deny');
+    expect(replay['reason']).toBe('monetary invocation was already dispatched');
+    expect((await rail())['authorize']).toBe(1);
+    await usageIs(cap['id'], 1, 100);
+  });
+
   it('B2 capture {hold_id}:capture-invocation:{authorize_commit_index} precedes payment; a second request with the same id is denied as already dispatched and releases only its own lease', async () => {
     await stack.faults({ hook: { lease: true } });
     const cap = await monetaryCapability();

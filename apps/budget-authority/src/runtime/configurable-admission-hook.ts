@@ -29,6 +29,11 @@ export class ConfigurableAdmissionHook implements AdmissionHook {
   private behaviour: HookBehaviour = DEFAULT;
   private waiting: Array<() => void> = [];
 
+  /** Allows at once and leases nothing unless a test asked it to. */
+  get passive(): boolean {
+    return !this.behaviour.lease && !this.behaviour.block;
+  }
+
   configure(behaviour: Partial<HookBehaviour>): void {
     this.behaviour = { ...this.behaviour, ...behaviour };
     if (!this.behaviour.block) this.unblock();

@@ -19,6 +19,11 @@ export interface BudgetAuthorityLimits extends TreeStoreLimits {
   readonly concurrencyRetryAfterMs?: number;
   /** How often one hold may be increased (POST /v1/holds/{id}/increase). Default 4. */
   readonly holdIncreasesMax?: number;
+  /**
+   * Capture in the authorizing commit when nothing has to run between the two (a passive
+   * admission hook, no nonce): one commit fewer per Admit (ADR 0041). Default true.
+   */
+  readonly captureWithAuthorize?: boolean;
 }
 
 export interface AuthorityContext {

@@ -3,6 +3,7 @@
 import { moneyFromWire } from '@tally/contracts';
 import { Type } from 'class-transformer';
 import {
+  Equals,
   IsArray,
   IsBoolean,
   IsIn,
@@ -13,6 +14,7 @@ import {
   Length,
   Min,
   ValidateBy,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 
@@ -139,7 +141,9 @@ export class BudgetThresholdCrossedDto extends BudgetExhaustedDto {
 export class InvocationCapturedDto {
   @IsIn(['capture_invocation', 'increment_invocation']) kind!: string;
   @IsString() @Id() hold_id!: string;
-  @IsInt() @Min(1) authorize_commit_index!: number;
+  /** Required unless the capture is stored in the authorizing commit (ADR 0041). */
+  @ValidateIf((o: InvocationCapturedDto) => o.same_commit !== true) @IsInt() @Min(1) authorize_commit_index?: number;
+  @IsOptional() @Equals(true) same_commit?: true;
   @IsInt() @Ms() at_ms!: number;
 }
 

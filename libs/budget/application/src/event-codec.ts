@@ -3,7 +3,7 @@
 // Receipt bodies and decision extras are already JSON and pass through untouched, so a
 // replayed receipt has exactly the bytes that were signed.
 import { moneyFromWire, moneyToWire, type EventMessage } from '@tally/contracts';
-import type { BudgetEvent, RecordedBudgetEvent } from '@tally/budget-domain';
+import { storedEventId, type BudgetEvent, type RecordedBudgetEvent } from '@tally/budget-domain';
 import type { StoredEvent } from '@tally/eventing';
 
 export const MONEY_FIELDS: ReadonlySet<string> = new Set([
@@ -35,7 +35,7 @@ export function fromStored(stored: StoredEvent): RecordedBudgetEvent {
   const data = fromWire(stored.event.payload);
   return {
     type: stored.event.type,
-    event_id: stored.event.eventId,
+    event_id: storedEventId(stored.event.type, stored.event.eventId, data, stored.sequence),
     data,
     commit_index: stored.sequence,
     commit_position: stored.position ?? 0,

@@ -100,6 +100,11 @@ export interface LeaseRef {
 /** The pluggable admission policy. A lease it reserves is released on every path that does not dispatch. */
 export interface AdmissionHook {
   readonly name: string;
+  /**
+   * True while the hook allows every request at once and reserves nothing: step 4 then
+   * changes nothing, and the authority may capture in the authorizing commit (ADR 0041).
+   */
+  readonly passive?: boolean;
   reserve(request: AdmissionRequest): Promise<AdmissionVerdict>;
   /** Throws when the release cannot be confirmed. */
   release(lease: LeaseRef): Promise<void>;
@@ -107,6 +112,7 @@ export interface AdmissionHook {
 
 export const allowAllAdmissionHook: AdmissionHook = {
   name: 'allow-all',
+  passive: true,
   reserve: async () => ({ outcome: 'allow' }),
   release: async () => undefined,
 };

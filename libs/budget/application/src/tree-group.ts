@@ -8,6 +8,7 @@ import {
   type BudgetCommand,
   type BudgetEvent,
   type RecordedBudgetEvent,
+  storedEventId,
   type Rejection,
   type TreeState,
 } from '@tally/budget-domain';
@@ -90,7 +91,13 @@ export function recordGroup(
     const events =
       step.kind === 'events'
         ? step.events.map(
-            (event) => ({ ...event, commit_index: commitIndex, commit_position: position++ }) as RecordedBudgetEvent,
+            (event) =>
+              ({
+                ...event,
+                event_id: storedEventId(event.type, event.event_id, event.data, commitIndex),
+                commit_index: commitIndex,
+                commit_position: position++,
+              }) as RecordedBudgetEvent,
           )
         : [];
     current = events.reduce(evolve, current);

@@ -75,6 +75,12 @@ export interface CaptureInvocation {
   readonly type: 'CaptureInvocation';
   readonly hold_id: string;
   readonly now_ms: number;
+  /**
+   * The capture goes in the same commit as the hold's authorization (ADR 0041): its id names
+   * that commit's index, which is known only once the commit is stored, so the stored id
+   * leaves it out and every reader completes it from the commit it finds the event in.
+   */
+  readonly same_commit?: true;
 }
 
 export interface RollbackHold {

@@ -206,15 +206,17 @@ export function decideCapture(command: CaptureInvocation, state: TreeState): Dec
   if (hold.expires_at_ms <= command.now_ms) return reject('hold_expired', 'budget hold expired before capture');
   const capability = verifyCapability(state, hold.capability_id, undefined, command.now_ms);
   if (isRejection(capability)) return { ok: false, rejection: capability };
+  const kind = hold.monetary ? 'capture_invocation' : 'increment_invocation';
+  if (command.same_commit)
+    return accept({
+      type: 'InvocationCaptured',
+      event_id: EventIds.captureInSameCommit(hold.hold_id),
+      data: { kind, hold_id: hold.hold_id, same_commit: true, at_ms: command.now_ms },
+    });
   return accept({
     type: 'InvocationCaptured',
     event_id: EventIds.capture(hold.hold_id, hold.authorize_commit_index),
-    data: {
-      kind: hold.monetary ? 'capture_invocation' : 'increment_invocation',
-      hold_id: hold.hold_id,
-      authorize_commit_index: hold.authorize_commit_index,
-      at_ms: command.now_ms,
-    },
+    data: { kind, hold_id: hold.hold_id, authorize_commit_index: hold.authorize_commit_index, at_ms: command.now_ms },
   });
 }
 

@@ -99,7 +99,10 @@ export type BudgetExhaustedData = Omit<BudgetThresholdCrossedData, 'percent'>;
 export interface InvocationCapturedData {
   readonly kind: Extract<MutationKind, 'capture_invocation' | 'increment_invocation'>;
   readonly hold_id: string;
-  readonly authorize_commit_index: number;
+  /** Absent when the capture is in the authorizing commit itself (`same_commit`): that commit's index. */
+  readonly authorize_commit_index?: number;
+  /** Stored in the commit that authorized the hold (ADR 0041). */
+  readonly same_commit?: true;
   readonly at_ms: number;
 }
 

@@ -9,6 +9,7 @@ import type {
 } from './events.js';
 import { addPeriodUsage, enterWindows, growWindows, leaveWindows } from './evolve-policy.js';
 import { assertChainWithinLimits, assertSiblingShares } from './invariants.js';
+import { storedEventId } from './ids.js';
 import { chainOnIssue, chainOnReceipt } from './receipt-chain.js';
 import type { Capability, Hold, HoldPayment, MutationKind, PaymentStatus } from './model.js';
 import { spendOf, usageKey, usageOf, type TreeState } from './state.js';
@@ -37,15 +38,16 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'InvocationCaptured': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'authorized', `capture of ${hold.hold_id} in status ${hold.status}`);
+      const eventId = storedEventId(event.type, event.event_id, event.data, event.commit_index);
       const captured: Hold = {
         ...hold,
         status: 'captured',
-        capture_event_id: event.event_id,
+        capture_event_id: eventId,
         capture_commit_index: event.commit_index,
       };
       return mutate(state, captured, {
         kind: event.data.kind,
-        eventId: event.event_id,
+        eventId,
         commitIndex: event.commit_index,
         atMs: event.data.at_ms,
         inv: 0,

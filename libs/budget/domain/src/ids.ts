@@ -14,6 +14,8 @@ export const EventIds = {
   capabilityRevoked: (capabilityId: string) => `capability:${capabilityId}:revoked`,
   authorize: (hold: string) => `${hold}:authorize`,
   capture: (hold: string, authorizeCommitIndex: number) => `${hold}:capture-invocation:${authorizeCommitIndex}`,
+  /** A capture in the authorizing commit, as stored: the index is completed on read (storedEventId). */
+  captureInSameCommit: (hold: string) => `${hold}:capture-invocation`,
   /** A rollback of an uncaptured hold: begins `{hold}:authorize:` and contains `:rollback:` (B13). */
   rollback: (hold: string, authorizeCommitIndex: number, kind: string) =>
     `${hold}:authorize:${authorizeCommitIndex}:rollback:${kind}`,
@@ -40,3 +42,16 @@ export const ambiguityId = (kind: string, holdIdValue: string, ordinal: number):
 
 export const nonceId = (requestId: string, capabilityId: string, grantIndex: number): string =>
   `execution-nonce:${requestId}:${capabilityId}:${grantIndex}`;
+
+/**
+ * An event's id as its readers know it. A capture stored in the commit that authorized its
+ * hold (ADR 0041) carries its id without the commit index, which was unknown before the
+ * commit was stored; the id is completed here from the commit it is found in, so every
+ * reader (the authority, the projections, a replay) sees `{hold}:capture-invocation:{index}`.
+ */
+export function storedEventId(type: string, eventId: string, data: unknown, commitIndex: number): string {
+  if (type !== 'InvocationCaptured') return eventId;
+  const d = data as { readonly same_commit?: unknown; readonly hold_id?: unknown };
+  if (d.same_commit !== true || typeof d.hold_id !== 'string') return eventId;
+  return EventIds.capture(d.hold_id, commitIndex);
+}

@@ -2,6 +2,7 @@
 // usage per (capability, grant), mutation events (B18), holds, ambiguities and signed
 // receipts (B17), folded from TALLY_BUDGET_EVENTS. It never throws on a recorded event:
 // a fact it cannot place (an event for a hold it never saw) is skipped and counted.
+import { storedEventId } from '@tally/budget-domain';
 import type { StoredEvent } from '@tally/eventing';
 import type { Projection } from '@tally/platform-typeorm';
 import type { EntityManager } from 'typeorm';
@@ -205,7 +206,7 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
   const hold = batch.holds.get(data.hold_id);
   if (!hold) return options.onOrphan?.(stored, `no hold ${data.hold_id}`);
   const base = {
-    eventId: event.eventId,
+    eventId: storedEventId(event.type, event.eventId, data, sequence),
     kind: data.kind,
     cause: data.cause ?? null,
     commitIndex: sequence,

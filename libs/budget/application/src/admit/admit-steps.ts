@@ -1,15 +1,24 @@
 // The steps of an Admit before the payment: authorize the hold, take the lease, the
 // nonce preflight or presented-nonce check, and the capture. Each returns a decision when
 // the path ends there, or undefined to go on.
-import { EventIds, nonceId, reverseKind, type BudgetCommand, type TreeState } from '@tally/budget-domain';
+import {
+  decideSequence,
+  EventIds,
+  nonceId,
+  reverseKind,
+  type BudgetCommand,
+  type Hold,
+  type Rejection,
+  type TreeState,
+} from '@tally/budget-domain';
 import { Reasons } from '../authority-context.js';
 import { answeredCommand, decisionFrom, type AdmitDecision } from '../receipts.js';
 import { openToken, sealToken, type NonceClaims } from '../tokens.js';
 import type { AdmitFlow } from './admit-flow.js';
 
-export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+function authorizeCommand(flow: AdmitFlow): Extract<BudgetCommand, { type: 'AuthorizeHold' }> {
   const { cmd } = flow;
-  const command: BudgetCommand = {
+  return {
     type: 'AuthorizeHold',
     command_id: cmd.command_id,
     request_id: cmd.request_id,
@@ -27,21 +36,22 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
     ...(cmd.min_cost === undefined ? {} : { min_cost: cmd.min_cost }),
     concurrency_retry_after_ms: flow.ctx.limits.concurrencyRetryAfterMs ?? 1_000,
   };
-  const out = await flow.ctx.trees.step(flow.root, () => [command]);
-  if (out.kind === 'rejected') {
-    // A stale cache let a command through that the stream shows answered (here or by another replica).
-    const answered = answeredCommand(out.state, cmd.command_id);
-    if (answered) return decisionFrom(answered);
-    if (resumeCaptured(flow, out.state)) return undefined;
-    if (out.rejection.code === 'rate_limited') {
-      // Transient: the answer says when to come back, and the caller (the orchestrator's worker) waits that long.
-      const retry_after_ms = out.rejection.retry_after_ms ?? 1_000;
-      flow.meta.budget_authority.rate_limit = { message: out.rejection.message, retry_after_ms };
-      return flow.answer('deny', Reasons.rateLimited, { dispatch: false, retry_after_ms });
-    }
-    return flow.deny(out.rejection.message);
-  }
-  const holdId = (flow.preflight ? out.state.preflights : out.state.requests).get(cmd.request_id);
+}
+
+/** Whether steps 4 and 5 change nothing for this Admit, so the capture can go in the authorizing commit. */
+export function capturesWithAuthorize(flow: AdmitFlow): boolean {
+  return (
+    flow.ctx.limits.captureWithAuthorize !== false &&
+    flow.ctx.hook.passive === true &&
+    !flow.preflight &&
+    flow.cmd.execution_nonce === undefined
+  );
+}
+
+export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const out = await flow.ctx.trees.step(flow.root, () => [authorizeCommand(flow)]);
+  if (out.kind === 'rejected') return afterRefusedAuthorize(flow, out.state, out.rejection);
+  const holdId = (flow.preflight ? out.state.preflights : out.state.requests).get(flow.cmd.request_id);
   if (out.kind === 'unknown' || holdId === undefined) {
     // The hold may or may not be durable; if it is, the expiry sweep reverses it (B20).
     flow.meta.budget_authority.authorize = {
@@ -50,13 +60,100 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
     };
     return flow.deny(Reasons.authorizeUnconfirmed);
   }
-  flow.hold = out.state.holds.get(holdId)!;
-  flow.meta.budget_authority.hold_id = holdId;
-  flow.meta.budget_authority.authorize = {
-    event_id: EventIds.authorize(holdId),
-    budget_commit_index: flow.hold.authorize_commit_index,
-  };
+  recordAuthorized(flow, out.state.holds.get(holdId)!);
   return undefined;
+}
+
+/**
+ * Steps 3 to 6 in one commit (ADR 0041): with a passive hook and no nonce nothing runs
+ * between the authorization and the capture, so both go in the same commit and the
+ * capture's id names that commit's index. A lost acknowledgement is a lost capture
+ * acknowledgement (B10) once the stream shows the hold captured.
+ */
+export async function authorizeAndCapture(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
+  const authorize = authorizeCommand(flow);
+  const out = await flow.ctx.trees.step(flow.root, (state) => [authorize, ...captureAfter(authorize, state)]);
+  if (out.kind === 'rejected') return afterRefusedAuthorize(flow, out.state, out.rejection);
+  const holdId = out.state.requests.get(flow.cmd.request_id);
+  const hold = holdId === undefined ? undefined : out.state.holds.get(holdId);
+  if (out.kind === 'committed' && hold && out.events.some((e) => e.type === 'InvocationCaptured')) {
+    recordAuthorized(flow, hold);
+    Object.assign(flow.captureSection(), {
+      event_id: hold.capture_event_id,
+      budget_commit_index: hold.capture_commit_index,
+    });
+    return undefined;
+  }
+  const landed =
+    out.kind === 'unknown' &&
+    hold?.status === 'captured' &&
+    (hold.command_id === flow.cmd.command_id || out.present?.has(hold.capture_event_id!) === true);
+  if (!landed) {
+    flow.meta.budget_authority.authorize = {
+      event_id: out.kind === 'unknown' ? out.eventIds[0]! : null,
+      authorize_ambiguous: true,
+    };
+    return flow.deny(Reasons.authorizeUnconfirmed);
+  }
+  // The commit is in the stream though its acknowledgement was lost: the hold is captured (B10).
+  recordAuthorized(flow, hold);
+  const captureId = hold.capture_event_id!;
+  Object.assign(flow.captureSection(), {
+    event_id: captureId,
+    invocation_capture_ambiguous: true,
+    admission_retained: true,
+  });
+  flow.recordAmbiguity('invocation_capture', captureId, new Set([captureId]));
+  return flow.deny(Reasons.captureUnconfirmed);
+}
+
+/**
+ * The capture that goes with `authorize` in one commit: of the hold it creates (its id
+ * completed from the commit), or of the twin's authorized hold it joins (B8), which was
+ * committed earlier and so has its index already.
+ */
+function captureAfter(authorize: Extract<BudgetCommand, { type: 'AuthorizeHold' }>, state: TreeState): BudgetCommand[] {
+  const decided = decideSequence([authorize], state);
+  if (!decided.ok) return [];
+  const created = decided.events.find((e) => e.type === 'HoldAuthorized');
+  if (created)
+    return [
+      {
+        type: 'CaptureInvocation',
+        hold_id: (created.data as { hold_id: string }).hold_id,
+        now_ms: authorize.now_ms,
+        same_commit: true,
+      },
+    ];
+  const joined = state.requests.get(authorize.request_id);
+  return joined === undefined ? [] : [{ type: 'CaptureInvocation', hold_id: joined, now_ms: authorize.now_ms }];
+}
+
+function afterRefusedAuthorize(
+  flow: AdmitFlow,
+  state: TreeState,
+  rejection: Rejection,
+): Promise<AdmitDecision | undefined> | undefined {
+  // A stale cache let a command through that the stream shows answered (here or by another replica).
+  const answered = answeredCommand(state, flow.cmd.command_id);
+  if (answered) return Promise.resolve(decisionFrom(answered));
+  if (resumeCaptured(flow, state)) return undefined;
+  if (rejection.code === 'rate_limited') {
+    // Transient: the answer says when to come back, and the caller (the orchestrator's worker) waits that long.
+    const retry_after_ms = rejection.retry_after_ms ?? 1_000;
+    flow.meta.budget_authority.rate_limit = { message: rejection.message, retry_after_ms };
+    return flow.answer('deny', Reasons.rateLimited, { dispatch: false, retry_after_ms });
+  }
+  return flow.deny(rejection.message);
+}
+
+function recordAuthorized(flow: AdmitFlow, hold: Hold): void {
+  flow.hold = hold;
+  flow.meta.budget_authority.hold_id = hold.hold_id;
+  flow.meta.budget_authority.authorize = {
+    event_id: EventIds.authorize(hold.hold_id),
+    budget_commit_index: hold.authorize_commit_index,
+  };
 }
 
 export async function reserveLease(flow: AdmitFlow): Promise<AdmitDecision | undefined> {

@@ -7,7 +7,15 @@ import { writeReceipt } from '../receipt-writer.js';
 import { openToken, type CapabilityClaims } from '../tokens.js';
 import { AdmitFlow, type AdmitCommand } from './admit-flow.js';
 import { allow, authorizePayment, needsPayment } from './admit-payment.js';
-import { authorizeHold, captureInvocation, checkPresentedNonce, preflightNonce, reserveLease } from './admit-steps.js';
+import {
+  authorizeAndCapture,
+  authorizeHold,
+  captureInvocation,
+  capturesWithAuthorize,
+  checkPresentedNonce,
+  preflightNonce,
+  reserveLease,
+} from './admit-steps.js';
 
 export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<AdmitDecision> {
   const claims = openToken<CapabilityClaims>(ctx.signer, 'c1', cmd.token, true);
@@ -16,9 +24,10 @@ export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<A
   const answered = answeredCommand(await ctx.trees.cachedOrRead(claims.root_id), cmd.command_id);
   if (answered) return decisionFrom(answered);
   const flow = new AdmitFlow(ctx, cmd, claims);
-  const early = await authorizeHold(flow);
+  const merged = capturesWithAuthorize(flow);
+  const early = await (merged ? authorizeAndCapture(flow) : authorizeHold(flow));
   if (early) return early;
-  if (!flow.resumed) {
+  if (!flow.resumed && !merged) {
     const captured = await leaseAndCapture(flow);
     if (captured) return captured;
   }
