@@ -4,9 +4,7 @@
 // revocation of descendants, and the boot rules of the test-only fault injection.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
-import { ServiceProcess, sharedNatsUrl } from '@tally/testing';
+import { ServiceProcess } from '@tally/testing';
 import {
   admitPayload,
   AuthorityStack,
@@ -22,22 +20,6 @@ beforeAll(async () => {
   await stack.start();
 }, 180_000);
 afterAll(async () => stack?.dispose(), 60_000);
-
-async function deadLetters(): Promise<Json[]> {
-  const nc = await connect({ servers: sharedNatsUrl() });
-  try {
-    const jsm = await jetstreamManager(nc);
-    const info = await jsm.streams.info(stack.names.deadLetterStream);
-    const out: Json[] = [];
-    for (let seq = info.state.first_seq; info.state.messages > 0 && seq <= info.state.last_seq; seq++) {
-      const msg = await jsm.streams.getMessage(stack.names.deadLetterStream, { seq }).catch(() => undefined);
-      if (msg) out.push(msg.json<Json>());
-    }
-    return out;
-  } finally {
-    await nc.close();
-  }
-}
 
 /** ADR 0007: a dead letter keeps the token's sha256 fingerprint, never the token. */
 function expectTokenRedacted(letter: Json, token: string): void {
@@ -85,7 +67,7 @@ describe('HTTP API and commands', () => {
     expect(settle.status).toBe(400);
     expect((settle.body['errors'] as Json[]).map((e) => e['field'])).toEqual(['outcome.cost_units']);
     const letters = await eventually(
-      deadLetters,
+      () => stack.deadLetters(),
       (l) => l.filter((d) => String(d['source']).startsWith('http-')).length >= 2,
       30_000,
       'http dead letters',
@@ -119,7 +101,7 @@ describe('HTTP API and commands', () => {
       { field: 'context.session_id', message: 'session_id is required when kind is session' },
     ]);
     const letters = await eventually(
-      deadLetters,
+      () => stack.deadLetters(),
       (l) =>
         l.filter((d) => d['reason'] === 'validation_failed' && !String(d['source']).startsWith('http-')).length >= 2,
       30_000,

@@ -2,7 +2,6 @@
 // operator key, the bootstrap admin key, a JWT, an admission proof) is dead-lettered with
 // its reason, and neither the dead-letter stream nor the authority's log keeps any of them.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { Headers } from '@tally/contracts';
@@ -16,22 +15,6 @@ beforeAll(async () => {
   await stack.start();
 }, 180_000);
 afterAll(async () => stack?.dispose(), 60_000);
-
-async function deadLetters(): Promise<Json[]> {
-  const nc = await connect({ servers: sharedNatsUrl() });
-  try {
-    const jsm = await jetstreamManager(nc);
-    const info = await jsm.streams.info(stack.names.deadLetterStream);
-    const out: Json[] = [];
-    for (let seq = info.state.first_seq; info.state.messages > 0 && seq <= info.state.last_seq; seq++) {
-      const msg = await jsm.streams.getMessage(stack.names.deadLetterStream, { seq }).catch(() => undefined);
-      if (msg) out.push(msg.json<Json>());
-    }
-    return out;
-  } finally {
-    await nc.close();
-  }
-}
 
 const JWT =
   'eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJpc3MiOiJodHRwczovL2lkcC5leGFtcGxlIiwic3ViIjoiYWxpY2UifQ.c2lnbmF0dXJlLW9mLXRoZS1qd3Q';
@@ -77,7 +60,7 @@ describe('Issue 8: dead letters and logs never hold a credential', () => {
     expect(http.status).toBe(400);
 
     const letters = await eventually(
-      deadLetters,
+      () => stack.deadLetters(),
       (l) =>
         l.some((d) => d['original_subject'] === stack.names.requestSubject('budget', 'admit')) &&
         l.some((d) => String(d['source']).startsWith('http-')),

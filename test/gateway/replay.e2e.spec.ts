@@ -7,22 +7,12 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  PROJECTION_WARNING_TABLE,
-  SESSION_ENTRY_TABLE,
-  SESSION_MESSAGE_TABLE,
-  WORK_PROJECTION_ENTITIES,
-  WORK_PROJECTION_MIGRATIONS,
-  WORK_UNITS_PROJECTION,
-  WORK_UNIT_TABLE,
-} from '@tally/orchestrator-projections';
-import { openDataSource, projectionDigest, readCheckpoint } from '@tally/platform-typeorm';
 import { adminHeaders } from '../support/auth.js';
-import { MODELS, type TestDatabase } from '../orchestrator/orchestrator.harness.js';
+import { MODELS } from '../orchestrator/orchestrator.harness.js';
+import { workProjectionDigest } from '../orchestrator/projection-digest.js';
 import { issueCapability, meteredHarness, scriptedGrants } from './gateway.support.js';
 import { McpToolServer } from './mcp-tool-server.js';
 
-const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
 let tools: McpToolServer;
 const price = { cost_units_per_call: 10, currency: 'USD' };
 const h = meteredHarness('gwreplay', {}, () => ({
@@ -48,27 +38,6 @@ async function receiptBytes(workIds: string[]): Promise<string[]> {
     bodies.push(await res.text());
   }
   return bodies;
-}
-
-async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint: number }> {
-  const ds = await openDataSource({
-    ...db.open,
-    entities: WORK_PROJECTION_ENTITIES,
-    migrations: WORK_PROJECTION_MIGRATIONS,
-    sqliteBusyTimeoutMs: 10_000,
-    postgresPoolSize: 1,
-    postgresConnectTimeoutMs: 5_000,
-    postgresStatementTimeoutMs: 30_000,
-  });
-  try {
-    const stream = `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`;
-    return {
-      digest: await projectionDigest(ds, TABLES),
-      checkpoint: await readCheckpoint(ds.manager, WORK_UNITS_PROJECTION, stream),
-    };
-  } finally {
-    await ds.destroy();
-  }
 }
 
 const weather = {
@@ -142,13 +111,13 @@ describe('issue 10 replay of gateway receipts', () => {
     for (const receipt of parsed) expect((receipt['attempts'] as unknown[]).length).toBeGreaterThan(0);
 
     await h.processes[0]!.stop();
-    const live = await digestOf(await h.projectionDatabase());
+    const live = await workProjectionDigest(await h.projectionDatabase(), h.namespace);
     const empty = await h.newDatabase('replayed');
     await h.startOne(0, empty.env);
     await h.eventually('the replay to reach the live checkpoint', async () =>
-      (await digestOf(empty)).checkpoint >= live.checkpoint ? true : undefined,
+      (await workProjectionDigest(empty, h.namespace)).checkpoint >= live.checkpoint ? true : undefined,
     );
     expect(await receiptBytes(ids)).toEqual(before);
-    expect((await digestOf(empty)).digest).toBe(live.digest);
+    expect((await workProjectionDigest(empty, h.namespace)).digest).toBe(live.digest);
   }, 240_000);
 });

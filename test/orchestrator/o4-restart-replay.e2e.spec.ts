@@ -2,19 +2,9 @@
 // turn with a turn card, and a restart or a full replay into an empty database yields the
 // same receipts, messages and rows (byte for byte), with no warnings.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  WORK_PROJECTION_ENTITIES,
-  WORK_PROJECTION_MIGRATIONS,
-  WORK_UNITS_PROJECTION,
-  WORK_UNIT_TABLE,
-  SESSION_ENTRY_TABLE,
-  SESSION_MESSAGE_TABLE,
-  PROJECTION_WARNING_TABLE,
-} from '@tally/orchestrator-projections';
-import { openDataSource, projectionDigest, readCheckpoint } from '@tally/platform-typeorm';
-import { OrchestratorHarness, workBody, type TestDatabase } from './orchestrator.harness.js';
+import { workProjectionDigest } from './projection-digest.js';
+import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
 
-const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
 const h = new OrchestratorHarness({ prefix: 'o4' });
 beforeAll(async () => {
   await h.start(1);
@@ -27,30 +17,6 @@ async function snapshot(sessionId: string, workIds: string[]) {
   const messages = (await h.get(`/v1/sessions/${sessionId}/messages`)).body;
   const log = await h.sessionLog(sessionId, workIds.at(-1)!);
   return { receipts, messages, log };
-}
-
-async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint: number }> {
-  const ds = await openDataSource({
-    ...db.open,
-    entities: WORK_PROJECTION_ENTITIES,
-    migrations: WORK_PROJECTION_MIGRATIONS,
-    sqliteBusyTimeoutMs: 10_000,
-    postgresPoolSize: 1,
-    postgresConnectTimeoutMs: 5_000,
-    postgresStatementTimeoutMs: 30_000,
-  });
-  try {
-    return {
-      digest: await projectionDigest(ds, TABLES),
-      checkpoint: await readCheckpoint(
-        ds.manager,
-        WORK_UNITS_PROJECTION,
-        `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`,
-      ),
-    };
-  } finally {
-    await ds.destroy();
-  }
 }
 
 describe('agent-orchestrator O4 audit survives restart and replay', () => {
@@ -96,7 +62,7 @@ describe('agent-orchestrator O4 audit survives restart and replay', () => {
     expect((before.receipts[0]!['attempts'] as unknown[]).length).toBe(2);
 
     await h.processes[0]!.stop();
-    const live = await digestOf(await h.projectionDatabase());
+    const live = await workProjectionDigest(await h.projectionDatabase(), h.namespace);
     await h.startOne(0);
     expect(await snapshot(sessionId, ids)).toEqual(before);
 
@@ -104,9 +70,9 @@ describe('agent-orchestrator O4 audit survives restart and replay', () => {
     const empty = await h.newDatabase('replayed');
     await h.startOne(0, empty.env);
     await h.eventually('the replay to reach the live checkpoint', async () =>
-      (await digestOf(empty)).checkpoint >= live.checkpoint ? true : undefined,
+      (await workProjectionDigest(empty, h.namespace)).checkpoint >= live.checkpoint ? true : undefined,
     );
     expect(await snapshot(sessionId, ids)).toEqual(before);
-    expect((await digestOf(empty)).digest).toBe(live.digest);
+    expect((await workProjectionDigest(empty, h.namespace)).digest).toBe(live.digest);
   });
 });

@@ -3,21 +3,11 @@
 // the attempt was settled unknown on redelivery and the provider called (and paid) again.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import {
-  PROJECTION_WARNING_TABLE,
-  SESSION_ENTRY_TABLE,
-  SESSION_MESSAGE_TABLE,
-  WORK_PROJECTION_ENTITIES,
-  WORK_PROJECTION_MIGRATIONS,
-  WORK_UNITS_PROJECTION,
-  WORK_UNIT_TABLE,
-} from '@tally/orchestrator-projections';
-import { openDataSource, projectionDigest, readCheckpoint } from '@tally/platform-typeorm';
-import { OrchestratorHarness, workBody, type TestDatabase } from './orchestrator.harness.js';
+import { workProjectionDigest } from './projection-digest.js';
+import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
 import { adminHeaders } from '../support/auth.js';
 
 const MIB = 1024 * 1024;
-const TABLES = [WORK_UNIT_TABLE, SESSION_ENTRY_TABLE, SESSION_MESSAGE_TABLE, PROJECTION_WARNING_TABLE];
 const h = new OrchestratorHarness({ prefix: 'outref', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 beforeAll(async () => {
   await h.startAuthority();
@@ -37,30 +27,6 @@ async function authority(method: string, path: string, body?: unknown): Promise<
   const json = (await res.json()) as Json;
   if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
   return json;
-}
-
-async function digestOf(db: TestDatabase): Promise<{ digest: string; checkpoint: number }> {
-  const ds = await openDataSource({
-    ...db.open,
-    entities: WORK_PROJECTION_ENTITIES,
-    migrations: WORK_PROJECTION_MIGRATIONS,
-    sqliteBusyTimeoutMs: 10_000,
-    postgresPoolSize: 1,
-    postgresConnectTimeoutMs: 5_000,
-    postgresStatementTimeoutMs: 30_000,
-  });
-  try {
-    return {
-      digest: await projectionDigest(ds, TABLES),
-      checkpoint: await readCheckpoint(
-        ds.manager,
-        WORK_UNITS_PROJECTION,
-        `${h.namespace.toUpperCase().replace(/-/g, '_')}_WORK_EVENTS`,
-      ),
-    };
-  } finally {
-    await ds.destroy();
-  }
 }
 
 async function capability(): Promise<Json> {
@@ -123,13 +89,13 @@ describe('Issue 9: provider output larger than a message is kept by reference', 
     expect(h.calls('ok-model')).toBe(1);
 
     await h.processes[0]!.stop();
-    const live = await digestOf(await h.projectionDatabase());
+    const live = await workProjectionDigest(await h.projectionDatabase(), h.namespace);
     const replayed = await h.newDatabase('replayed');
     await h.startOne(0, replayed.env);
     await h.eventually('the replay to reach the live checkpoint', async () =>
-      (await digestOf(replayed)).checkpoint >= live.checkpoint ? true : undefined,
+      (await workProjectionDigest(replayed, h.namespace)).checkpoint >= live.checkpoint ? true : undefined,
     );
-    expect((await digestOf(replayed)).digest).toBe(live.digest);
+    expect((await workProjectionDigest(replayed, h.namespace)).digest).toBe(live.digest);
     expect(sha256(String((await h.get(`/v1/work/${workId}`)).body['output']))).toBe(sha256(reply));
   }, 240_000);
 

@@ -27,22 +27,6 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => stack?.dispose(), 60_000);
 
-async function deadLetters(): Promise<Json[]> {
-  const nc = await connect({ servers: sharedNatsUrl() });
-  try {
-    const jsm = await jetstreamManager(nc);
-    const info = await jsm.streams.info(stack.names.deadLetterStream);
-    const out: Json[] = [];
-    for (let seq = info.state.first_seq; info.state.messages > 0 && seq <= info.state.last_seq; seq++) {
-      const msg = await jsm.streams.getMessage(stack.names.deadLetterStream, { seq }).catch(() => undefined);
-      if (msg) out.push(msg.json<Json>());
-    }
-    return out;
-  } finally {
-    await nc.close();
-  }
-}
-
 describe('Issue 9: size limits that agree', () => {
   it('Issue 9: every limit derives from the message size and fits inside the one it must fit in', () => {
     for (const size of [64 * 1024, MIB, 8 * MIB]) {
@@ -64,7 +48,7 @@ describe('Issue 9: size limits that agree', () => {
     expect(error['field']).toBe('$');
     expect(String(error['message'])).toContain(`above the limit of ${limit} bytes`);
     const letter = await eventually(
-      deadLetters,
+      () => stack.deadLetters(),
       (l) => l.some((d) => (d['errors'] as Json[]).some((e) => String(e['message']).includes('above the limit'))),
       30_000,
       'the 413 dead letter',

@@ -8,7 +8,9 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import { connectNats } from '@tally/platform-jetstream';
 import { CoreCommandClient, JetStreamCommandClient, type CommandReply, type CommandSender } from '@tally/platform-nest';
@@ -201,6 +203,23 @@ export class AuthorityStack {
 
   async receipt(receiptId: string): Promise<Json> {
     return this.ok('GET', `/v1/receipts/${encodeURIComponent(receiptId)}`);
+  }
+
+  /** Every message in this stack's dead-letter stream, oldest first, as stored. */
+  async deadLetters(): Promise<Json[]> {
+    const nc = await connect({ servers: sharedNatsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const info = await jsm.streams.info(this.names.deadLetterStream);
+      const out: Json[] = [];
+      for (let seq = info.state.first_seq; info.state.messages > 0 && seq <= info.state.last_seq; seq++) {
+        const msg = await jsm.streams.getMessage(this.names.deadLetterStream, { seq }).catch(() => undefined);
+        if (msg) out.push(msg.json<Json>());
+      }
+      return out;
+    } finally {
+      await nc.close();
+    }
   }
 
   /** Configures faults on every running replica (each has its own simulated rail). */

@@ -4,7 +4,7 @@ import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, R
 import { moneyToWire, IssueCapabilityDto, RevokeCapabilityDto } from '@tally/contracts';
 import { Access, Caller, type Principal, type SignedRequest } from '@tally/platform-auth';
 import { rootOfCapability } from '@tally/budget-application';
-import { BudgetQueries } from '@tally/budget-projections';
+import { ambiguityToWire, BudgetQueries, holdToWire } from '@tally/budget-projections';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
@@ -156,17 +156,7 @@ export class CapabilitiesController {
     const statuses = query.status === undefined ? undefined : [query.status];
     const holds = await this.queries.holds(id, statuses, scope);
     return {
-      holds: holds.map((h) => ({
-        hold_id: h.holdId,
-        request_id: h.requestId,
-        grant_index: h.grantIndex,
-        status: h.status,
-        preflight: h.preflight === 1,
-        exposure_units: moneyToWire(h.exposureUnits),
-        expires_at: new Date(h.expiresAtMs).toISOString(),
-        authorize_commit_index: h.authorizeCommitIndex,
-        capture_commit_index: h.captureCommitIndex,
-      })),
+      holds: holds.map((h) => holdToWire(h, 'capability')),
     };
   }
 
@@ -179,17 +169,7 @@ export class CapabilitiesController {
     if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
     const rows = await this.queries.ambiguities(id, scope);
     return {
-      ambiguities: rows.map((a) => ({
-        ambiguity_id: a.ambiguityId,
-        kind: a.kind,
-        hold_id: a.holdId,
-        event_id: a.eventId,
-        reference: a.reference,
-        resolution: a.resolution,
-        rail_state: a.railState,
-        recorded_sequence: a.recordedSequence,
-        resolved_sequence: a.resolvedSequence,
-      })),
+      ambiguities: rows.map((a) => ambiguityToWire(a, 'capability')),
     };
   }
 }

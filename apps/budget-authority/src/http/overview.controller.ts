@@ -5,7 +5,7 @@
 // every tenant, a capability token its own capability).
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { moneyToWire } from '@tally/contracts';
-import { OverviewQueries } from '@tally/budget-projections';
+import { ambiguityToWire, holdToWire, OverviewQueries } from '@tally/budget-projections';
 import { Access, Caller, type Principal } from '@tally/platform-auth';
 import { budgetScopeOf } from './capability-access.js';
 import { Type } from 'class-transformer';
@@ -104,16 +104,7 @@ export class OverviewController {
   async holds(@Query() query: ListQueryDto, @Caller() caller: Principal) {
     const rows = await this.queries.openHolds(budgetScopeOf(caller), query.limit ?? OVERVIEW_LIMIT_DEFAULT);
     return {
-      holds: rows.map((h) => ({
-        hold_id: h.holdId,
-        capability_id: h.capabilityId,
-        request_id: h.requestId,
-        grant_index: h.grantIndex,
-        status: h.status,
-        preflight: h.preflight === 1,
-        exposure_units: moneyToWire(h.exposureUnits),
-        expires_at: iso(h.expiresAtMs),
-      })),
+      holds: rows.map((h) => holdToWire(h, 'across')),
     };
   }
 
@@ -124,18 +115,7 @@ export class OverviewController {
     const open = (query.status ?? 'open') === 'open';
     const rows = await this.queries.ambiguities(budgetScopeOf(caller), open, query.limit ?? OVERVIEW_LIMIT_DEFAULT);
     return {
-      ambiguities: rows.map((a) => ({
-        ambiguity_id: a.ambiguityId,
-        capability_id: a.capabilityId,
-        kind: a.kind,
-        hold_id: a.holdId,
-        event_id: a.eventId,
-        reference: a.reference,
-        resolution: a.resolution,
-        rail_state: a.railState,
-        recorded_sequence: a.recordedSequence,
-        resolved_sequence: a.resolvedSequence,
-      })),
+      ambiguities: rows.map((a) => ambiguityToWire(a, 'across')),
     };
   }
 

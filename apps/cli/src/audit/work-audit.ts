@@ -117,25 +117,7 @@ function attemptsOf(events: readonly Json[]): AttemptAudit[] {
         hold_cost_units: str(e['hold_cost_units']),
         started_at: str(e['at']),
       });
-    else if (e['type'] === 'AttemptSettled') {
-      const usage = (e['usage'] ?? {}) as Json;
-      patch(ordinal, {
-        settled_at: str(e['at']),
-        domain: str(e['domain']),
-        settlement: str(e['settlement']),
-        latency_ms: num(e['latency_ms']),
-        input_tokens: num(usage['input_tokens']),
-        output_tokens: num(usage['output_tokens']),
-        error: str(e['error']),
-      });
-    } else if (e['type'] === 'AttemptSettledUnknown')
-      patch(ordinal, {
-        settled_at: str(e['at']),
-        domain: 'unknown',
-        settlement: 'unknown',
-        latency_ms: num(e['latency_ms']),
-        error: str(e['error']),
-      });
+    else if (e['type'] === 'AttemptSettled' || e['type'] === 'AttemptSettledUnknown') patch(ordinal, settledFields(e));
     else if (e['type'] === 'HoldSettled')
       patch(ordinal, {
         hold_outcome: str(e['outcome']),
@@ -144,6 +126,20 @@ function attemptsOf(events: readonly Json[]): AttemptAudit[] {
       });
   }
   return [...attempts.values()].sort((a, b) => a.ordinal - b.ordinal);
+}
+
+/** What an attempt's settlement fills in; one settled unknown has no domain, settlement or usage of its own. */
+function settledFields(e: Json): Partial<AttemptAudit> {
+  const when = { settled_at: str(e['at']), latency_ms: num(e['latency_ms']), error: str(e['error']) };
+  if (e['type'] === 'AttemptSettledUnknown') return { ...when, domain: 'unknown', settlement: 'unknown' };
+  const usage = (e['usage'] ?? {}) as Json;
+  return {
+    ...when,
+    domain: str(e['domain']),
+    settlement: str(e['settlement']),
+    input_tokens: num(usage['input_tokens']),
+    output_tokens: num(usage['output_tokens']),
+  };
 }
 
 function emptyAttempt(ordinal: number): AttemptAudit {

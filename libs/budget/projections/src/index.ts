@@ -5,7 +5,7 @@ export * from './migrations/1767225700000-create-budget-projections.js';
 export * from './budget-ledger.projection.js';
 export * from './budget-queries.js';
 export type * from './wire.js';
-export { money } from './wire.js';
+export { ambiguityToWire, holdToWire, money } from './wire.js';
 export * from './projection-set.js';
 export * from './migrations/1767225800000-add-mutation-commit-position.js';
 export * from './migrations/1767226200000-add-receipt-chains.js';

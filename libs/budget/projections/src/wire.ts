@@ -2,7 +2,9 @@
 // or a decimal string) from the TALLY_BUDGET_EVENTS stream. A platform library may not
 // import the domain, so the few fields the projections use are declared here; the
 // application's event registry validates every payload before it reaches a projection.
-import { moneyFromWire } from '@tally/contracts';
+// Going the other way, the projected hold and ambiguity rows as the HTTP API answers them.
+import { moneyFromWire, moneyToWire } from '@tally/contracts';
+import type { AmbiguityRow, HoldRow } from './entities.js';
 
 export type WireMoney = number | string;
 
@@ -118,4 +120,46 @@ export function optionalMoney(value: WireMoney | undefined): bigint | null {
 /** Plain JSON of a payload object (class instances from the registry become plain data). */
 export function plainJson(value: unknown): string {
   return JSON.stringify(value);
+}
+
+/**
+ * Which list a row is answered in: one across capabilities (GET /v1/holds, GET /v1/ambiguities)
+ * names each row's capability; one capability's own (GET /v1/capabilities/{id}/…) does not.
+ */
+export type RowList = 'across' | 'capability';
+
+/**
+ * A hold as the HTTP API answers it; one capability's list also gives the commit indexes of its
+ * authorization and capture. The keys stay in this order: it is the answer's, byte for byte.
+ */
+export function holdToWire(h: HoldRow, list: RowList) {
+  return {
+    hold_id: h.holdId,
+    ...(list === 'across' ? { capability_id: h.capabilityId } : {}),
+    request_id: h.requestId,
+    grant_index: h.grantIndex,
+    status: h.status,
+    preflight: h.preflight === 1,
+    exposure_units: moneyToWire(h.exposureUnits),
+    expires_at: new Date(h.expiresAtMs).toISOString(),
+    ...(list === 'capability'
+      ? { authorize_commit_index: h.authorizeCommitIndex, capture_commit_index: h.captureCommitIndex }
+      : {}),
+  };
+}
+
+/** A recorded ambiguity and how the reconciler resolved it, as the HTTP API answers it (keys in this order). */
+export function ambiguityToWire(a: AmbiguityRow, list: RowList) {
+  return {
+    ambiguity_id: a.ambiguityId,
+    ...(list === 'across' ? { capability_id: a.capabilityId } : {}),
+    kind: a.kind,
+    hold_id: a.holdId,
+    event_id: a.eventId,
+    reference: a.reference,
+    resolution: a.resolution,
+    rail_state: a.railState,
+    recorded_sequence: a.recordedSequence,
+    resolved_sequence: a.resolvedSequence,
+  };
 }
