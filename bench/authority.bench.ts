@@ -40,7 +40,7 @@ function budgetCommands(): 'core' | 'jetstream' {
   return mode;
 }
 
-async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
+async function startFleet(ctx: BenchContext, replicas: number, extraEnv: Record<string, string>): Promise<Fleet> {
   const namespace = `bauth${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const dir = mkdtempSync(join(tmpdir(), 'tally-bench-authority-'));
   const env = {
@@ -58,6 +58,7 @@ async function startFleet(ctx: BenchContext, replicas: number): Promise<Fleet> {
     LOG_LEVEL: 'warn',
     TALLY__NATS__BUDGET_COMMANDS: budgetCommands(),
     ...ctx.serviceEnv,
+    ...extraEnv,
   };
   const processes = await Promise.all(
     Array.from({ length: replicas }, () =>
@@ -227,10 +228,18 @@ async function openLoop(
   return (await Promise.all(samples)).sort((a, b) => a - b);
 }
 
-export async function measureCase(ctx: BenchContext, replicas: number, trees: number): Promise<BenchRow[]> {
-  const name = `admit+settle ${trees === 1 ? 'one hot tree' : `${trees.toLocaleString('en-US')} trees`}, ${replicas} replica${replicas > 1 ? 's' : ''}`;
+/** The authority as it ran before ADR 0041: authorize and capture in commits of their own. */
+const STEPWISE_CAPTURE = { TALLY__AUTHORITY__CAPTURE_WITH_AUTHORIZE: 'false' };
+
+export async function measureCase(
+  ctx: BenchContext,
+  replicas: number,
+  trees: number,
+  variant: { readonly label: string; readonly env: Record<string, string> } = { label: '', env: {} },
+): Promise<BenchRow[]> {
+  const name = `admit+settle ${trees === 1 ? 'one hot tree' : `${trees.toLocaleString('en-US')} trees`}, ${replicas} replica${replicas > 1 ? 's' : ''}${variant.label}`;
   ctx.log(`authority: ${name}`);
-  const fleet = await startFleet(ctx, replicas);
+  const fleet = await startFleet(ctx, replicas, variant.env);
   try {
     const tokens = await issueTrees(fleet, trees);
     await closedLoop(fleet, tokens, Math.max(50, Math.round(200 * ctx.scale)), 'warm');
@@ -310,6 +319,8 @@ export const authoritySuite: BenchSuite = {
     const trees = Math.max(10, Math.round(1_000 * Math.min(1, ctx.scale)));
     for (const replicas of [1, 2])
       for (const treeCount of [1, trees]) rows.push(...(await measureCase(ctx, replicas, treeCount)));
+    // Before and after ADR 0041 in the same run.
+    rows.push(...(await measureCase(ctx, 1, trees, { label: ', stepwise capture', env: STEPWISE_CAPTURE })));
     return rows;
   },
 };

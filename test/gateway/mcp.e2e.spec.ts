@@ -133,10 +133,12 @@ describe('POST /mcp with the official MCP client', () => {
     expect(hung.isError).toBe(true);
     expect(text(hung)).toContain('did not answer in time');
     const attempt = (
+      // The projection may show the attempt started before it shows it settled: wait for its settlement.
       (
-        await h.eventually('hang receipt', async () => {
+        await h.eventually('hang receipt with the settled attempt', async () => {
           const r = await h.get(`/v1/work/${hung._meta!['tally/work_id'] as string}/receipt`);
-          return r.status === 200 && (r.body['attempts'] as unknown[]).length > 0 ? r.body : undefined;
+          const first = r.status === 200 ? (r.body['attempts'] as Record<string, unknown>[])[0] : undefined;
+          return first !== undefined && first['domain'] !== 'unknown' ? r.body : undefined;
         })
       )['attempts'] as Record<string, unknown>[]
     )[0]!;

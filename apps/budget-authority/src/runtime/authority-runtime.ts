@@ -46,6 +46,7 @@ export function authorityLimits(config: TallyConfig): BudgetAuthorityLimits {
     receiptAppendAttemptsMax: 3,
     holdIncreasesMax: a.hold_increases_max,
     concurrencyRetryAfterMs: a.concurrency_retry_after_ms,
+    captureWithAuthorize: a.capture_with_authorize,
   };
 }
 

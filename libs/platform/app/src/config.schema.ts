@@ -125,6 +125,8 @@ export class AuthorityConfig {
   @IsInt() @Min(0) @Max(64) hold_increases_max = 4;
   /** Spend policy: the retry_after_ms of a max_concurrent refusal (no window says when a hold closes). */
   @IsInt() @Min(1) @Max(600_000) concurrency_retry_after_ms = 1_000;
+  /** Capture in the authorizing commit when the admission hook is passive and no nonce is involved (ADR 0041). */
+  @IsBoolean() capture_with_authorize = true;
 }
 
 export class ModelPrice {

@@ -88,6 +88,11 @@ export async function authorizeAndCapture(flow: AdmitFlow): Promise<AdmitDecisio
     out.kind === 'unknown' &&
     hold?.status === 'captured' &&
     (hold.command_id === flow.cmd.command_id || out.present?.has(hold.capture_event_id!) === true);
+  // Unreadable after a lost acknowledgement: the hold may be captured, and expiry never reverses a
+  // captured hold, so no final answer is given. The caller re-sends the command id and its re-run
+  // goes on from the capture if it landed (resumeCaptured), or authorizes afresh if it did not.
+  if (out.kind === 'unknown' && out.present === undefined && !landed)
+    throw new Error(`the commit authorizing and capturing for ${flow.cmd.command_id} could not be read back`);
   if (!landed) {
     flow.meta.budget_authority.authorize = {
       event_id: out.kind === 'unknown' ? out.eventIds[0]! : null,
