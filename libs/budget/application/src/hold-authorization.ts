@@ -5,6 +5,8 @@
 // hold that does not exist, so a caller learns nothing about another tenant's holds.
 import { tenantOfCapability, type Hold, type TreeState } from '@tally/budget-domain';
 import type { AuthorityContext } from './authority-context.js';
+import { canonicalJson } from '@tally/contracts';
+import { answeredCommand } from './receipts.js';
 import { openToken, verifyProof, type AdmissionProof, type CapabilityClaims } from './tokens.js';
 
 export type HoldAuthorization =
@@ -52,12 +54,30 @@ export function mayActOnHold(
         typeof proof.claims === 'object' &&
         proof.claims !== null &&
         proof.claims.hold_id === hold.hold_id &&
-        verifyProof(ctx.signer, proof)
+        (isRecordedProof(state, hold, proof) || verifyProof(ctx.signer, proof))
       );
     }
     case 'capability_token': {
       const claims = openToken<CapabilityClaims>(ctx.signer, 'c1', authorization.token, true);
       return claims !== undefined && claims.id === hold.capability_id && claims.expires_at_ms > ctx.clock.nowMs();
     }
+  }
+}
+
+/**
+ * Whether `proof` is, byte for byte, the admission proof this tree recorded with the hold's
+ * admitting receipt. Then its signature is this authority's own, already on its ledger, and
+ * verifying it again is redundant (issue 13: a Settle used to spend an Ed25519 verify on
+ * it). Anything else, e.g. a proof from a resumed command, is verified as before.
+ */
+function isRecordedProof(state: TreeState, hold: Hold, proof: AdmissionProof): boolean {
+  if (hold.command_id === undefined) return false;
+  const recorded = answeredCommand(state, hold.command_id)?.decision?.['admission_proof'] as AdmissionProof | undefined;
+  if (recorded === undefined || recorded.signature !== proof.signature || recorded.key_id !== proof.key_id)
+    return false;
+  try {
+    return canonicalJson(recorded.claims) === canonicalJson(proof.claims);
+  } catch {
+    return false;
   }
 }
