@@ -121,7 +121,7 @@ export class BudgetAuthority {
 
   /** Every receipt of a tree, oldest first: what a replay or an audit re-verifies. */
   async receipts(rootId: string): Promise<SignedReceipt[]> {
-    return [...(await this.ctx.trees.read(rootId)).receipts.values()].map(signedReceipt);
+    return (await this.ctx.trees.read(rootId)).receipts.inOrder().map(signedReceipt);
   }
 
   /** The decision a command got, if it was answered. */

@@ -112,8 +112,7 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'PaymentStepRecorded':
       return recordPayment(state, event.data);
     case 'NonceIssued': {
-      const nonces = new Map(state.nonces);
-      nonces.set(event.data.nonce_id, {
+      const nonces = state.nonces.with(event.data.nonce_id, {
         nonce_id: event.data.nonce_id,
         binding: event.data.binding,
         expires_at_ms: event.data.expires_at_ms,
@@ -125,8 +124,7 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         state.nonces.get(event.data.nonce_id)?.consumed_by === undefined,
         `nonce ${event.data.nonce_id} consumed twice`,
       );
-      const nonces = new Map(state.nonces);
-      nonces.set(event.data.nonce_id, {
+      const nonces = state.nonces.with(event.data.nonce_id, {
         nonce_id: event.data.nonce_id,
         binding: event.data.binding,
         expires_at_ms: event.data.expires_at_ms,
@@ -185,7 +183,8 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'ReceiptRecorded': {
       const { at_ms: _at, receipt, ...rest } = event.data;
       const record = { ...rest, body: receipt };
-      const receipts = new Map(state.receipts).set(rest.receipt_id, record);
+      // Persistent: a Map copy per receipt made every Admit on a tree cost more as its history grew.
+      const receipts = state.receipts.with(rest.receipt_id, record);
       const next = {
         ...state,
         receipts,

@@ -7,29 +7,38 @@
 // order, then insertion order within a bucket.
 const BUCKETS = 256;
 
+interface Entry<V> {
+  readonly value: V;
+  /** When the key was first set: what `inOrder` sorts by. */
+  readonly order: number;
+}
+
 export class PersistentMap<V> {
   private constructor(
-    private readonly buckets: readonly (ReadonlyMap<string, V> | undefined)[],
+    private readonly buckets: readonly (ReadonlyMap<string, Entry<V>> | undefined)[],
     readonly size: number,
+    /** Keys ever set; an overwritten key keeps its first place. */
+    private readonly inserted: number,
   ) {}
 
   static empty<V>(): PersistentMap<V> {
-    return new PersistentMap<V>(new Array<ReadonlyMap<string, V> | undefined>(BUCKETS).fill(undefined), 0);
+    return new PersistentMap<V>(new Array<ReadonlyMap<string, Entry<V>> | undefined>(BUCKETS).fill(undefined), 0, 0);
   }
 
   /** A new map with `key` set; this one is unchanged. */
   with(key: string, value: V): PersistentMap<V> {
     const index = bucketOf(key);
     const bucket = new Map(this.buckets[index]);
-    const added = !bucket.has(key);
-    bucket.set(key, value);
+    const existing = bucket.get(key);
+    bucket.set(key, { value, order: existing?.order ?? this.inserted });
     const buckets = this.buckets.slice();
     buckets[index] = bucket;
-    return new PersistentMap(buckets, this.size + (added ? 1 : 0));
+    const added = existing === undefined ? 1 : 0;
+    return new PersistentMap(buckets, this.size + added, this.inserted + added);
   }
 
   get(key: string): V | undefined {
-    return this.buckets[bucketOf(key)]?.get(key);
+    return this.buckets[bucketOf(key)]?.get(key)?.value;
   }
 
   has(key: string): boolean {
@@ -37,11 +46,19 @@ export class PersistentMap<V> {
   }
 
   *values(): Generator<V, void, undefined> {
-    for (const bucket of this.buckets) if (bucket) yield* bucket.values();
+    for (const bucket of this.buckets) if (bucket) for (const entry of bucket.values()) yield entry.value;
   }
 
   *entries(): Generator<[string, V], void, undefined> {
-    for (const bucket of this.buckets) if (bucket) yield* bucket.entries();
+    for (const bucket of this.buckets)
+      if (bucket) for (const [key, entry] of bucket.entries()) yield [key, entry.value];
+  }
+
+  /** The values in the order their keys were first set (O(n log n): for listings, not hot paths). */
+  inOrder(): V[] {
+    const all: Entry<V>[] = [];
+    for (const bucket of this.buckets) if (bucket) all.push(...bucket.values());
+    return all.sort((a, b) => a.order - b.order).map((e) => e.value);
   }
 }
 

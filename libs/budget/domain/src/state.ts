@@ -34,9 +34,9 @@ export interface TreeState {
   readonly requests: PersistentMap<string>;
   /** Request id -> preflight hold id. */
   readonly preflights: PersistentMap<string>;
-  readonly nonces: ReadonlyMap<string, Nonce>;
+  readonly nonces: PersistentMap<Nonce>;
   readonly ambiguities: ReadonlyMap<string, Ambiguity>;
-  readonly receipts: ReadonlyMap<string, ReceiptRecord>;
+  readonly receipts: PersistentMap<ReceiptRecord>;
   /** Command id -> receipt id: a retried command gets its original answer. */
   readonly command_receipts: PersistentMap<string>;
   /** Receipt chains by receiptChainKey: the next index and what it links to (ADR 0030). */
@@ -63,9 +63,9 @@ export function initialState(): TreeState {
     holds: PersistentMap.empty(),
     requests: PersistentMap.empty(),
     preflights: PersistentMap.empty(),
-    nonces: new Map(),
+    nonces: PersistentMap.empty(),
     ambiguities: new Map(),
-    receipts: new Map(),
+    receipts: PersistentMap.empty(),
     command_receipts: PersistentMap.empty(),
     receipt_chains: PersistentMap.empty(),
     mutations: new Map(),

@@ -26,4 +26,15 @@ describe('PersistentMap', () => {
     expect([...again.entries()]).toEqual([...map.entries()]);
     for (let i = 0; i < 5_000; i += 499) expect(map.get(`budget-hold:req-${i}:cap:0`)).toBe(i);
   });
+
+  it('inOrder() lists values in the order their keys were first set, an overwrite keeping its place (receipts oldest first)', () => {
+    let map = PersistentMap.empty<string>();
+    const keys = Array.from({ length: 1_000 }, (_, i) => `receipt:${(i * 7919) % 1_000}`);
+    for (const key of keys) map = map.with(key, key);
+    const before = map;
+    map = map.with(keys[10]!, 'overwritten');
+    expect(before.inOrder()).toEqual(keys);
+    expect(map.inOrder()).toEqual(keys.map((k, i) => (i === 10 ? 'overwritten' : k)));
+    expect(map.size).toBe(1_000);
+  });
 });
