@@ -132,8 +132,8 @@ describe('POST /mcp with the official MCP client', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(hung.isError).toBe(true);
     expect(text(hung)).toContain('did not answer in time');
+    // The projection may show the attempt started before it shows it settled: wait for its settlement.
     const attempt = (
-      // The projection may show the attempt started before it shows it settled: wait for its settlement.
       (
         await h.eventually('hang receipt with the settled attempt', async () => {
           const r = await h.get(`/v1/work/${hung._meta!['tally/work_id'] as string}/receipt`);
