@@ -63,9 +63,10 @@ describe('POST /mcp with the official MCP client', () => {
     expect(result.isError).toBeFalsy();
     const workId = result._meta!['tally/work_id'] as string;
     expect(result._meta!['tally/receipt_id']).toEqual(expect.any(String));
-    const receipt = await h.eventually('the tool call receipt', async () => {
+    // The call answers before the projection has the unit's conclusion: wait for the receipt to show it.
+    const receipt = await h.eventually('the tool call receipt with its conclusion', async () => {
       const r = await h.get(`/v1/work/${workId}/receipt`);
-      return r.status === 200 ? r.body : undefined;
+      return r.status === 200 && r.body['winning_attempt'] !== null ? r.body : undefined;
     });
     expect(receipt).toMatchObject({
       purpose: 'tool_call',

@@ -87,8 +87,9 @@ const DAY_MS = 86_400_000;
 /**
  * The first instant (to the minute) whose local wall time is at or after `targetWallMs`.
  * "local ≥ target" is monotone over the bracket for period boundaries: local time only runs
- * backwards at a DST change, and it falls back onto a boundary (02:00 → 01:00), never
- * across one. (Minute periods never come here: whole-minute offsets keep them on the epoch.)
+ * backwards at a DST change, and the first instant after the change that reaches the
+ * target again comes later than the one found (calendarPeriod walks past a fall-back
+ * that crosses a boundary). (Minute periods never come here: whole-minute offsets keep them on the epoch.)
  */
 function firstInstantAtOrAfter(targetWallMs: number, timeZone: string): number {
   const reached = (instantMs: number) => wallMs(wallOf(instantMs, timeZone)) >= targetWallMs;
@@ -168,8 +169,31 @@ function calendarPeriod(every: ResetEvery, timeZone: string, atMs: number): Peri
     });
     return { start_ms: start, end_ms: end };
   }
-  const { start, end } = localStart(every, wallOf(atMs, timeZone));
-  return { start_ms: firstInstantAtOrAfter(start, timeZone), end_ms: firstInstantAtOrAfter(end, timeZone) };
+  let { start, end } = localStart(every, wallOf(atMs, timeZone));
+  let startMs = firstInstantAtOrAfter(start, timeZone);
+  let endMs = firstInstantAtOrAfter(end, timeZone);
+  // A fall-back across a boundary (St John's went from 00:01 back to 23:01) repeats wall
+  // times of the period before it: the instant then lies past the period its wall time
+  // names, in one that starts at that boundary. Walk forward so the answer contains it.
+  for (let i = 0; atMs >= endMs && i < 4; i++) {
+    start = end;
+    end = localStart(every, wallOfMs(end)).end;
+    startMs = endMs;
+    endMs = firstInstantAtOrAfter(end, timeZone);
+  }
+  return { start_ms: startMs, end_ms: endMs };
+}
+
+/** The fields of a wall time kept as if it were UTC (wallMs' inverse). */
+function wallOfMs(wall: number): Wall {
+  const d = new Date(wall);
+  return {
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+  };
 }
 
 /** The period before the one that contains `atMs`. */

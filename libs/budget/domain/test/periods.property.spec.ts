@@ -87,6 +87,20 @@ describe('budget periods (issue 11, reset)', () => {
     );
   });
 
+  it("a fall-back across an hour boundary (St John's, 1994: 00:01 back to 23:01) puts the repeated minutes in the period after the boundary, the same answer with or without the memo", () => {
+    const reset = { every: 'hour', timezone: 'America/St_Johns' } as const;
+    // 02:31 UTC is 23:01 NST again, one minute after 00:00 NDT (02:30 UTC) began the new day.
+    const inRepeat = Date.UTC(1994, 9, 30, 2, 31);
+    const expected = { start_ms: Date.UTC(1994, 9, 30, 2, 30), end_ms: Date.UTC(1994, 9, 30, 4, 30) };
+    periodOf(reset, Date.UTC(1994, 9, 29, 12)); // the memo holds another period first
+    expect(periodOf(reset, inRepeat)).toEqual(expected);
+    expect(periodOf(reset, Date.UTC(1994, 9, 30, 3, 15))).toEqual(expected);
+    expect(previousPeriodOf(reset, inRepeat)).toEqual({
+      start_ms: Date.UTC(1994, 9, 30, 1, 30),
+      end_ms: Date.UTC(1994, 9, 30, 2, 30),
+    });
+  });
+
   it('a day across DST changes is 23 or 25 hours long, and months end on their last day (New York, Berlin)', () => {
     const ny = { every: 'day', timezone: 'America/New_York' } as const;
     const spring = periodOf(ny, Date.UTC(2024, 2, 10, 12));
