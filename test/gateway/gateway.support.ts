@@ -1,7 +1,6 @@
 // Shared by the drop-in suites: a metered orchestrator with the real budget-authority, and
 // capabilities issued by it for the scripted providers' models.
 import { generateKeyPairSync } from 'node:crypto';
-import { adminHeaders } from '../support/auth.js';
 import { OrchestratorHarness } from '../orchestrator/orchestrator.harness.js';
 
 type Json = Record<string, unknown>;
@@ -18,20 +17,8 @@ export function meteredHarness(
   });
 }
 
-export async function authorityCall(
-  h: OrchestratorHarness,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...adminHeaders() },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
+export function authorityCall(h: OrchestratorHarness, method: string, path: string, body?: unknown): Promise<Json> {
+  return h.authorityCall(method, path, body);
 }
 
 /** A root capability from the authority; each grant defaults to generous limits in USD. */

@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
-import { adminHeaders } from '../support/auth.js';
 
 type Json = Record<string, unknown>;
 
@@ -29,16 +28,7 @@ beforeAll(async () => {
 }, 240_000);
 afterAll(() => h.dispose(), 60_000);
 
-async function authority(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...adminHeaders() },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const authority = (method: string, path: string, body?: unknown): Promise<Json> => h.authorityCall(method, path, body);
 
 async function submit(token: string): Promise<string> {
   const body = workBody({

@@ -6,7 +6,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
-import { adminHeaders } from '../support/auth.js';
 
 const h = new OrchestratorHarness({ prefix: 'nonce8', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 beforeAll(async () => {
@@ -17,16 +16,7 @@ afterAll(() => h.dispose(), 60_000);
 
 type Json = Record<string, unknown>;
 
-async function authority(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...adminHeaders() },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const authority = (method: string, path: string, body?: unknown): Promise<Json> => h.authorityCall(method, path, body);
 
 describe('Issue 8: the orchestrator dispatches only on a real admission', () => {
   it('Issue 8 / O7: with require_execution_nonce=true a metered unit makes no paid call without a real admission, fails naming why, and leaves no spend', async () => {

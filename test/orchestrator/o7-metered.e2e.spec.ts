@@ -4,7 +4,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
-import { adminHeaders } from '../support/auth.js';
 
 const h = new OrchestratorHarness({ prefix: 'o7', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
 beforeAll(async () => {
@@ -15,16 +14,7 @@ afterAll(() => h.dispose(), 60_000);
 
 type Json = Record<string, unknown>;
 
-async function authority(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...adminHeaders() },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const authority = (method: string, path: string, body?: unknown): Promise<Json> => h.authorityCall(method, path, body);
 
 async function issue(grants: Json[]): Promise<Json> {
   const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;

@@ -264,6 +264,18 @@ export class OrchestratorHarness {
     return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> };
   }
 
+  /** A call to the authority with the admin key; a status of 300 or more throws, naming it and the body. */
+  async authorityCall(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+    const res = await fetch(`${this.authority!.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...adminHeaders() },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const json = (await res.json()) as Record<string, unknown>;
+    if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+
   async get(
     path: string,
     url = this.url,

@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { workProjectionDigest } from './projection-digest.js';
 import { OrchestratorHarness, workBody } from './orchestrator.harness.js';
-import { adminHeaders } from '../support/auth.js';
 
 const MIB = 1024 * 1024;
 const h = new OrchestratorHarness({ prefix: 'outref', env: { TALLY__ORCHESTRATOR__BUDGET_MODE: 'metered' } });
@@ -18,16 +17,7 @@ afterAll(() => h.dispose(), 60_000);
 type Json = Record<string, unknown>;
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
-async function authority(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(`${h.authority!.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...adminHeaders() },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Json;
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const authority = (method: string, path: string, body?: unknown): Promise<Json> => h.authorityCall(method, path, body);
 
 async function capability(): Promise<Json> {
   const subject = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;

@@ -71,17 +71,24 @@ export interface PaymentStepInput {
   readonly currency?: string;
 }
 
-export interface CaptureInvocation {
-  readonly type: 'CaptureInvocation';
-  readonly hold_id: string;
-  readonly now_ms: number;
+export type CaptureInvocation =
+  | {
+      readonly type: 'CaptureInvocation';
+      readonly hold_id: string;
+      readonly now_ms: number;
+      readonly same_commit?: never;
+    }
   /**
-   * The capture goes in the same commit as the hold's authorization (ADR 0041): its id names
-   * that commit's index, which is known only once the commit is stored, so the stored id
-   * leaves it out and every reader completes it from the commit it finds the event in.
+   * The capture of the hold `request_id` was just authorized for, in the same commit (ADR
+   * 0041): its id names that commit's index, which is known only once the commit is stored,
+   * so the stored id leaves it out and every reader completes it from the commit it is in.
    */
-  readonly same_commit?: true;
-}
+  | {
+      readonly type: 'CaptureInvocation';
+      readonly request_id: string;
+      readonly now_ms: number;
+      readonly same_commit: true;
+    };
 
 export interface RollbackHold {
   readonly type: 'RollbackHold';

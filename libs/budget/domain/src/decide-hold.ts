@@ -187,8 +187,9 @@ function holdAuthorized(
 }
 
 export function decideCapture(command: CaptureInvocation, state: TreeState): Decision {
-  const hold = state.holds.get(command.hold_id);
-  if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
+  const holdId = command.same_commit ? state.requests.get(command.request_id) : command.hold_id;
+  const hold = holdId === undefined ? undefined : state.holds.get(holdId);
+  if (!hold) return reject('hold_unknown', `hold ${holdId ?? 'of the request'} is unknown`);
   if (hold.preflight) return reject('hold_not_authorized', 'a preflight hold is never captured');
   if (
     hold.status === 'captured' ||

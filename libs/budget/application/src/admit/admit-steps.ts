@@ -2,7 +2,6 @@
 // nonce preflight or presented-nonce check, and the capture. Each returns a decision when
 // the path ends there, or undefined to go on.
 import {
-  decideSequence,
   EventIds,
   nonceId,
   reverseKind,
@@ -72,7 +71,7 @@ export async function authorizeHold(flow: AdmitFlow): Promise<AdmitDecision | un
  */
 export async function authorizeAndCapture(flow: AdmitFlow): Promise<AdmitDecision | undefined> {
   const authorize = authorizeCommand(flow);
-  const out = await flow.ctx.trees.step(flow.root, (state) => [authorize, ...captureAfter(authorize, state)]);
+  const out = await flow.ctx.trees.step(flow.root, (state) => [authorize, captureAfter(authorize, state)]);
   if (out.kind === 'rejected') return afterRefusedAuthorize(flow, out.state, out.rejection);
   const holdId = out.state.requests.get(flow.cmd.request_id);
   const hold = holdId === undefined ? undefined : out.state.holds.get(holdId);
@@ -114,24 +113,13 @@ export async function authorizeAndCapture(flow: AdmitFlow): Promise<AdmitDecisio
 
 /**
  * The capture that goes with `authorize` in one commit: of the hold it creates (its id
- * completed from the commit), or of the twin's authorized hold it joins (B8), which was
- * committed earlier and so has its index already.
+ * completed from the commit), or of a twin's hold it finds already authorized (B8), which
+ * an earlier commit holds and so has its index already.
  */
-function captureAfter(authorize: Extract<BudgetCommand, { type: 'AuthorizeHold' }>, state: TreeState): BudgetCommand[] {
-  const decided = decideSequence([authorize], state);
-  if (!decided.ok) return [];
-  const created = decided.events.find((e) => e.type === 'HoldAuthorized');
-  if (created)
-    return [
-      {
-        type: 'CaptureInvocation',
-        hold_id: (created.data as { hold_id: string }).hold_id,
-        now_ms: authorize.now_ms,
-        same_commit: true,
-      },
-    ];
+function captureAfter(authorize: Extract<BudgetCommand, { type: 'AuthorizeHold' }>, state: TreeState): BudgetCommand {
   const joined = state.requests.get(authorize.request_id);
-  return joined === undefined ? [] : [{ type: 'CaptureInvocation', hold_id: joined, now_ms: authorize.now_ms }];
+  if (joined !== undefined) return { type: 'CaptureInvocation', hold_id: joined, now_ms: authorize.now_ms };
+  return { type: 'CaptureInvocation', request_id: authorize.request_id, now_ms: authorize.now_ms, same_commit: true };
 }
 
 function afterRefusedAuthorize(
