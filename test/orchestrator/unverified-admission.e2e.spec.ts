@@ -38,6 +38,7 @@ function admitRequest(token: string, id: string): AdmitRequest {
     token,
     server_id: 'cost-srv',
     tool_name: 'compute',
+    parameters_hash: '0'.repeat(64),
     requested_cost_units: 40n,
     context: { kind: 'work_unit', work_id: `work-${id}`, session_id: `session-${id}`, purpose: 'execute', ordinal: 0 },
   };

@@ -4,6 +4,8 @@
 // ordinal), so a redelivered unit gets the answer the first try got (the authority answers
 // a re-sent id from its ledger). A timeout throws: the outcome is unknown, the unit is not
 // dispatched, and its queue message is retried later with the same command ids (fail closed).
+// When the authority requires an execution nonce, its answer to the Admit is a preflight
+// that hands one out; the port redeems it at once with a second Admit (ADR 0046).
 import { moneyFromWire, moneyToWire, type AdmitCommandDto, type SettleCommandDto } from '@tally/contracts';
 import type {
   AdmissionProofWire,
@@ -28,6 +30,8 @@ interface AdmitReply {
   readonly hold_id?: string;
   /** False for a nonce preflight (B13): an allow that hands out a nonce and must not be dispatched. */
   readonly dispatch?: boolean;
+  /** The nonce a preflight hands out, bound to the request id and parameters hash; presented by the redeem. */
+  readonly execution_nonce?: string;
   readonly admission_proof?: AdmissionProofWire;
   readonly grant_index?: number;
   readonly retry_after_ms?: number;
@@ -53,7 +57,9 @@ export class SettleRefused extends Error {
   override readonly name = 'SettleRefused';
 }
 
-const UNVERIFIED = 'admission_unverified: the admission proof does not verify for its hold';
+const UNVERIFIED = 'admission_unverified: the admission proof does not verify for its hold, request and parameters';
+/** The most characters of a nonce the port presents, as the Admit command accepts (AdmitCommandDto). */
+const EXECUTION_NONCE_CHARS_MAX = 16_384;
 
 export class JetStreamBudgetPort implements BudgetPort {
   readonly credentialRequired = true;
@@ -65,42 +71,49 @@ export class JetStreamBudgetPort implements BudgetPort {
   ) {}
 
   async admit(request: AdmitRequest): Promise<AdmitDecision> {
-    const payload: AdmitCommandDto = {
-      request_id: request.request_id,
-      token: request.token,
-      server_id: request.server_id,
-      tool_name: request.tool_name,
-      requested_cost: moneyToWire(request.requested_cost_units),
-      context: { kind: 'session', session_id: request.context.session_id, work_id: request.context.work_id },
-      ...(request.requested_tokens === undefined ? {} : { requested_tokens: request.requested_tokens }),
-      ...(request.min_cost_units === undefined ? {} : { min_cost: moneyToWire(request.min_cost_units) }),
-    };
-    const reply = await this.client.send<AdmitReply>(
-      'budget',
-      'admit',
-      request.command_id,
-      payload,
-      this.sendOptions(),
-    );
+    const payload = admitPayloadOf(request);
+    let asked = request;
+    let reply = await this.sendAdmit(request.command_id, payload);
+    const nonce = preflightNonceOf(reply);
+    if (nonce !== undefined) {
+      // B13: the nonce is redeemed under a command id derived from the first, so a redelivered unit
+      // replays both asks and gets both answers again; the preflight itself is never dispatched.
+      asked = { ...request, command_id: nonceCommandId(request.command_id) };
+      reply = await this.sendAdmit(asked.command_id, { ...payload, execution_nonce: nonce });
+    }
     const decision = admitDecisionOf(reply);
-    const refusal = await this.refusalOf(decision);
+    const refusal = await this.refusalOf(decision, request, nonce !== undefined);
     if (refusal === undefined) return decision;
-    if (refusal === UNVERIFIED) await this.releaseUnverified(request, decision.hold_id!);
+    if (refusal === UNVERIFIED) await this.releaseUnverified(asked, decision.hold_id!);
     return { verdict: 'deny', reason: refusal };
+  }
+
+  private sendAdmit(commandId: string, payload: AdmitCommandDto): Promise<CommandReply<AdmitReply>> {
+    return this.client.send<AdmitReply>('budget', 'admit', commandId, payload, this.sendOptions());
   }
 
   /**
    * Fail closed: only an allow that says dispatch and carries a proof, signed by a published
-   * key for this very hold, may lead to a paid call. A nonce preflight (dispatch: false) is
-   * refused and left to the authority's expiry (it was never captured); an unverifiable
-   * answer is refused too, and released by the caller.
+   * key for this very hold and naming this request and its parameters hash, may lead to a
+   * paid call. A preflight that is not redeemed, or a second preflight in answer to the
+   * redeem, is refused and left to the authority's expiry (it was never captured); an
+   * unverifiable answer is refused too, and released by the caller.
    */
-  private async refusalOf(decision: AdmitDecision): Promise<string | undefined> {
+  private async refusalOf(
+    decision: AdmitDecision,
+    request: AdmitRequest,
+    redeemed: boolean,
+  ): Promise<string | undefined> {
     if (decision.verdict !== 'allow') return undefined;
-    if (decision.dispatch !== true) return 'not_dispatchable: the admission did not say dispatch (a nonce preflight)';
+    if (decision.dispatch !== true)
+      return redeemed
+        ? 'not_dispatchable: the redeem of the execution nonce did not say dispatch (another preflight)'
+        : 'not_dispatchable: the admission did not say dispatch (a nonce preflight)';
     const proof = decision.admission_proof;
     if (proof === undefined || decision.hold_id === undefined || !(await this.proofs.verify(proof, decision.hold_id)))
       return UNVERIFIED;
+    if (proof.claims['request_id'] !== request.request_id) return UNVERIFIED;
+    if (proof.claims['parameters_hash'] !== request.parameters_hash) return UNVERIFIED;
     return undefined;
   }
 
@@ -194,4 +207,30 @@ export function admitDecisionOf(reply: CommandReply<AdmitReply>): AdmitDecision 
     reason: value.reason ?? 'denied without a reason',
     ...(typeof retry === 'number' && Number.isFinite(retry) && retry >= 0 ? { retry_after_ms: Math.round(retry) } : {}),
   };
+}
+
+/** The Admit command of a request: its parameters go as their hash only (customer content stays out of the ledger). */
+function admitPayloadOf(request: AdmitRequest): AdmitCommandDto {
+  return {
+    request_id: request.request_id,
+    token: request.token,
+    server_id: request.server_id,
+    tool_name: request.tool_name,
+    parameters_hash: request.parameters_hash,
+    requested_cost: moneyToWire(request.requested_cost_units),
+    context: { kind: 'session', session_id: request.context.session_id, work_id: request.context.work_id },
+    ...(request.requested_tokens === undefined ? {} : { requested_tokens: request.requested_tokens }),
+    ...(request.min_cost_units === undefined ? {} : { min_cost: moneyToWire(request.min_cost_units) }),
+  };
+}
+
+/** The command id of the Admit that redeems the nonce handed out in answer to `commandId`. */
+export const nonceCommandId = (commandId: string): string => `${commandId}:nonce`;
+
+/** The nonce of a preflight answer (B13: allow, dispatch false, a nonce); undefined for any other answer. */
+export function preflightNonceOf(reply: CommandReply<AdmitReply>): string | undefined {
+  if (!reply.ok) return undefined;
+  const { verdict, dispatch, execution_nonce: nonce } = reply.value;
+  if (verdict !== 'allow' || dispatch !== false || typeof nonce !== 'string') return undefined;
+  return nonce.length >= 1 && nonce.length <= EXECUTION_NONCE_CHARS_MAX ? nonce : undefined;
 }

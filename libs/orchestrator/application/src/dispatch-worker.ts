@@ -13,6 +13,7 @@ import {
   type WorkUnitState,
 } from '@tally/orchestrator-domain';
 import { attemptOutcomeOf, outcomeOfGatewayFault, settleOutcomeOf } from './attempt-outcome.mapping.js';
+import { callParametersHash, dispatchMessages } from './call-parameters.js';
 import { credentialFor } from './credential.js';
 import { admitFitted, fittedRequest, maxTokensFor } from './fitted-admission.js';
 import type {
@@ -228,6 +229,14 @@ export class DispatchWorker {
       purpose: work.purpose,
       ordinal: plan.ordinal,
     } as const;
+    // Hashed once per attempt: the unit's max_tokens is the most the call asks for (a fitted hold only lowers it).
+    const parameters_hash = callParametersHash({
+      provider,
+      model,
+      messages: dispatchMessages(work.messages),
+      max_tokens: work.limits.max_tokens,
+      ...(work.options === undefined ? {} : { options: work.options }),
+    });
     const request = fittedRequest(
       {
         command_id: ids.admit,
@@ -235,6 +244,7 @@ export class DispatchWorker {
         token: token ?? '',
         server_id: provider,
         tool_name: model,
+        parameters_hash,
         context,
       },
       price,
@@ -417,11 +427,7 @@ export class DispatchWorker {
       const request = {
         provider: plan.leg.provider,
         model: plan.leg.model,
-        messages: work.messages.map((m) => ({
-          role: m.role,
-          content: m.content,
-          ...(m.parts === undefined ? {} : { parts: m.parts }),
-        })),
+        messages: dispatchMessages(work.messages),
         max_tokens: maxTokens,
         timeout_ms: work.limits.timeout_ms,
         ...(work.options === undefined ? {} : { options: work.options }),

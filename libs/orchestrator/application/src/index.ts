@@ -8,4 +8,5 @@ export * from './attempt-outcome.mapping.js';
 export * from './dispatch-worker.js';
 export * from './work-units.js';
 export * from './fitted-admission.js';
+export * from './call-parameters.js';
 export * from './output-by-reference.js';

@@ -84,6 +84,11 @@ export interface AdmitRequest {
   readonly server_id: string;
   /** The model, so grants can be written per model. */
   readonly tool_name: string;
+  /**
+   * SHA-256 hex of the canonical JSON of the call's parameters (callParametersHash): the
+   * authority binds the hold, the execution nonce and the admission proof to it (B13-B15).
+   */
+  readonly parameters_hash: string;
   /** The worst case: price × (estimated prompt tokens + max_tokens), in minor units. */
   readonly requested_cost_units: bigint;
   readonly context: AdmissionContext;

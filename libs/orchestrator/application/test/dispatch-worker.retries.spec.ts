@@ -109,6 +109,7 @@ describe('dispatch worker retries and scale-out', () => {
       token: 't',
       server_id: 'scripted',
       tool_name: 'ok-model',
+      parameters_hash: '0'.repeat(64),
       requested_cost_units: 10n,
       context: { kind: 'work_unit', work_id: 'o6b', session_id: 's', purpose: 'execute', ordinal: 0 },
     });
