@@ -1,6 +1,7 @@
 // Wire DTOs of the budget-authority: the Admit and Settle commands (over JetStream, and
 // their HTTP twins) and capability issuance. Money fields accept a JSON number up to
-// 2^53-1 or a decimal string above it.
+// 2^53-1 or a decimal string above it, never more than 2^63-1 (ADR 0044); counts and token
+// figures are integers with an explicit range.
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -18,22 +19,18 @@ import {
   ValidateNested,
   type ValidationOptions,
 } from 'class-validator';
-import { moneyFromWire } from './money.js';
+import { MONEY_MESSAGE, moneyFromWire } from './money.js';
 
 export type WireMoney = number | string;
 
-/** Non-negative integer minor units, as a safe JSON number or a decimal string. */
+/** An amount: integer minor units in [0, 2^63-1], as a safe JSON number or a decimal string. */
 export function IsMoney(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isMoney',
       validator: {
-        validate: (value: unknown) => {
-          const amount = moneyFromWire(value);
-          return amount !== undefined && amount >= 0n;
-        },
-        defaultMessage: (args) =>
-          `${args?.property} must be a non-negative integer number of minor units (number ≤ 2^53-1 or decimal string)`,
+        validate: (value: unknown) => moneyFromWire(value) !== undefined,
+        defaultMessage: (args) => `${args?.property} ${MONEY_MESSAGE}`,
       },
     },
     options,

@@ -92,6 +92,7 @@ const REASON_PATTERNS: readonly (readonly [RegExp, string])[] = [
   [/^request id was already used$/, 'request_replayed'],
   [/invocation was already dispatched$/, 'already_dispatched'],
   [/^execution nonce preflight was already performed/, 'preflight_replayed'],
+  [/, past the largest amount, 2\^63-1 minor units$/, 'amount_out_of_range'],
   [new RegExp(`^${Reasons.runtimeDenied}`), 'runtime_denied'],
 ];
 const FIXED_REASONS = new Map<string, string>(
