@@ -23,6 +23,9 @@ import { MONEY_MESSAGE, moneyFromWire } from './money.js';
 
 export type WireMoney = number | string;
 
+/** The most tokens one command may hold, use or add: the bound of every token figure of the budget commands. */
+export const TOKENS_MAX = 1_000_000_000;
+
 /** An amount: integer minor units in [0, 2^63-1], as a safe JSON number or a decimal string. */
 export function IsMoney(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
@@ -55,7 +58,7 @@ export class AdmitCommandDto {
   @IsOptional() @IsString() @Length(1, 16_384) execution_nonce?: string;
   @IsOptional() @ValidateNested() @Type(() => AdmitContextDto) context?: AdmitContextDto;
   /** Worst-case tokens of the call, held against the grant's tokens_per_minute. */
-  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) requested_tokens?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) requested_tokens?: number;
   /** The smallest hold the caller can use: a hold that does not fit whole is fitted down to it (hold_units). */
   @IsOptional() @IsMoney() min_cost?: WireMoney;
 }
@@ -71,7 +74,7 @@ export class SettleOutcomeDto {
   @IsOptional() @IsString() @Length(0, 4_096) message?: string;
   @IsOptional() @IsString() @Length(0, 1_024) reason?: string;
   /** Tokens the call used: corrects its share of the grant's tokens_per_minute. */
-  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens_used?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) tokens_used?: number;
 }
 
 /** The signed admission proof an Admit answered with; it is bound to its hold id. */
@@ -94,7 +97,7 @@ export class SettleCommandDto {
 export class IncreaseHoldDto {
   @IsString() @Length(1, 1_024) hold_id!: string;
   @IsMoney() amount_units!: WireMoney;
-  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
   /** Over NATS, instead of the proof: the token of the capability the hold was admitted on. */
   @IsOptional() @IsString() @Length(1, 16_384) token?: string;

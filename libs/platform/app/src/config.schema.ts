@@ -129,9 +129,15 @@ export class AuthorityConfig {
   @IsBoolean() capture_with_authorize = true;
 }
 
+/**
+ * The highest price a setting may name, in minor units (per million tokens, or per call):
+ * 10^12 keeps every hold (tokens × price) far below 2^63-1 minor units (ADR 0044).
+ */
+export const PRICE_UNITS_MAX = 1_000_000_000_000;
+
 export class ModelPrice {
-  @IsInt() @Min(0) input_per_mtok_units!: number;
-  @IsInt() @Min(0) output_per_mtok_units!: number;
+  @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) input_per_mtok_units!: number;
+  @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) output_per_mtok_units!: number;
   @Matches(/^[A-Z]{3}$/) currency!: string;
 }
 
@@ -144,7 +150,7 @@ export class ProviderConfig {
 }
 
 export class ToolPriceConfig {
-  @IsInt() @Min(0) @Max(1_000_000_000_000) cost_units_per_call!: number;
+  @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) cost_units_per_call!: number;
   @IsString() @Length(3, 16) currency!: string;
 }
 
