@@ -151,7 +151,8 @@ export function grantFromWire(grant: WireGrant): Grant {
   const money = (value: number | string | undefined) => {
     if (value === undefined) return undefined;
     const amount = moneyFromWire(value);
-    if (amount === undefined) throw new Error(`a grant limit is not an amount of minor units: ${JSON.stringify(value)}`);
+    if (amount === undefined)
+      throw new Error(`a grant limit is not an amount of minor units: ${JSON.stringify(value)}`);
     return amount;
   };
   const perInvocation = money(grant.max_cost_per_invocation);
