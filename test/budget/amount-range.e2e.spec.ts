@@ -1,4 +1,4 @@
-// Proves on a real authority (NATS, SQLite or PostgreSQL) that every amount is in [0, 2^63-1] (ADR 0044): a wider one is 422 naming the field and appends nothing, so the projection keeps serving every tenant; 2^63-1 itself is booked exactly; and a sum past it is refused with its reason.
+// Proves on a real authority (NATS, SQLite or PostgreSQL) that every amount is in [0, 2^63-1] (ADR 0044): a wider one is 422 naming the field and appends nothing, so the projection keeps serving every tenant; 2^63-1 itself is booked exactly; a sum past it is refused with its reason; and the gauges sum trees without overflowing.
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -145,5 +145,23 @@ describe('ADR 0044 amounts on every boundary', () => {
       expect(fieldsOf((settle as { error: Json }).error)).toEqual(['outcome.cost_units']);
     }
     expect(await stack.usage(cap['id'])).toMatchObject({ exposed_cost_units: MAX, realized_cost_units: 0 });
+  });
+
+  it('B19 two trees each holding 2^63-1 are both counted: the exposure gauge sums past the range of a column without failing the scrape', async () => {
+    for (const tree of ['a', 'b']) {
+      const cap = await stack.issue([{ ...OPEN, currency: 'EUR' }]);
+      const held = await stack.admit(
+        admitPayload(cap['token'], `gauge-${tree}`, 'standalone', { requested_cost: MAX }),
+      );
+      expect(held['verdict']).toBe('allow');
+      await eventually(
+        () => stack.usage(cap['id']),
+        (u) => u['exposed_cost_units'] === MAX,
+      );
+    }
+    const metrics = await fetch(`${stack.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    const line = (await metrics.text()).split('\n').find((l) => l.startsWith('tally_exposure_units{currency="EUR"}'));
+    expect(Number(line?.split(' ')[1])).toBeGreaterThan(1.8e19);
   });
 });
