@@ -131,7 +131,8 @@ describe('Issue 8: Idempotency-Key', () => {
         'idempotency-key': key,
       },
     );
-    expect(bad.status).toBe(400);
+    // A negative cost is an integer outside the amounts: 422 (ADR 0044).
+    expect(bad.status).toBe(422);
     const good = await call(0, 'POST', '/v1/admissions', admitPayload(cap['token'], `r-${key}`, 'standalone'), {
       'idempotency-key': key,
     });

@@ -1,7 +1,8 @@
 // Proves both services boot on validated config with health, readiness (including the
-// durability report), metrics and OpenAPI, and that bad config stops boot with a clear message.
+// durability report), metrics and OpenAPI, and that bad config (a price past its range too)
+// stops boot with a clear message.
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -48,6 +49,35 @@ describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot'
     expect(output).toMatch(/nats\.url: url must look like nats:\/\/host:port \(from NATS_URL\)/);
     expect(output).toMatch(/log_level: .* \(from LOG_LEVEL\)/);
     expect(output).not.toMatch(/\n\s+at .*\.(ts|js):\d+/);
+  });
+
+  it('ADR 0044 a provider or tool price past its range stops boot with exit code 78, naming the setting', async () => {
+    const file = join(dir, `prices-${service}.json`);
+    const price = { input_per_mtok_units: 1e20, output_per_mtok_units: 9007199254740993, currency: 'USD' };
+    const tools = { search: { cost_units_per_call: 1_000_000_000_001, currency: 'USD' } };
+    writeFileSync(
+      file,
+      JSON.stringify({
+        providers: [
+          {
+            name: 'p1',
+            kind: 'openai',
+            base_url: 'http://127.0.0.1:9',
+            api_key_env: 'P1_KEY',
+            models: { 'gpt-x': price },
+          },
+        ],
+        tool_servers: [{ name: 't1', url: 'http://127.0.0.1:9/mcp', tools }],
+      }),
+    );
+    const bad = await ServiceProcess.start({ service, env: env({ TALLY_CONFIG: file }), waitReady: false });
+    expect(await bad.waitExit(60_000)).toBe(78);
+    const output = bad.logs();
+    expect(output).toMatch(
+      /providers\.0\.models\.gpt-x\.input_per_mtok_units: .*must not be greater than 1000000000000/,
+    );
+    expect(output).toMatch(/providers\.0\.models\.gpt-x\.output_per_mtok_units: /);
+    expect(output).toMatch(/tool_servers\.0\.tools\.search\.cost_units_per_call: /);
   });
 
   it('an unreachable NATS stops boot with exit code 69 and says what to start', async () => {

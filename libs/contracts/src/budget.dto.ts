@@ -1,6 +1,7 @@
 // Wire DTOs of the budget-authority: the Admit and Settle commands (over JetStream, and
 // their HTTP twins) and capability issuance. Money fields accept a JSON number up to
-// 2^53-1 or a decimal string above it.
+// 2^53-1 or a decimal string above it, never more than 2^63-1 (ADR 0044); counts and token
+// figures are integers with an explicit range.
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -18,22 +19,21 @@ import {
   ValidateNested,
   type ValidationOptions,
 } from 'class-validator';
-import { moneyFromWire } from './money.js';
+import { MONEY_MESSAGE, moneyFromWire } from './money.js';
 
 export type WireMoney = number | string;
 
-/** Non-negative integer minor units, as a safe JSON number or a decimal string. */
+/** The most tokens one command may hold, use or add: the bound of every token figure of the budget commands. */
+export const TOKENS_MAX = 1_000_000_000;
+
+/** An amount: integer minor units in [0, 2^63-1], as a safe JSON number or a decimal string. */
 export function IsMoney(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isMoney',
       validator: {
-        validate: (value: unknown) => {
-          const amount = moneyFromWire(value);
-          return amount !== undefined && amount >= 0n;
-        },
-        defaultMessage: (args) =>
-          `${args?.property} must be a non-negative integer number of minor units (number ≤ 2^53-1 or decimal string)`,
+        validate: (value: unknown) => moneyFromWire(value) !== undefined,
+        defaultMessage: (args) => `${args?.property} ${MONEY_MESSAGE}`,
       },
     },
     options,
@@ -58,7 +58,7 @@ export class AdmitCommandDto {
   @IsOptional() @IsString() @Length(1, 16_384) execution_nonce?: string;
   @IsOptional() @ValidateNested() @Type(() => AdmitContextDto) context?: AdmitContextDto;
   /** Worst-case tokens of the call, held against the grant's tokens_per_minute. */
-  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) requested_tokens?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) requested_tokens?: number;
   /** The smallest hold the caller can use: a hold that does not fit whole is fitted down to it (hold_units). */
   @IsOptional() @IsMoney() min_cost?: WireMoney;
 }
@@ -74,7 +74,7 @@ export class SettleOutcomeDto {
   @IsOptional() @IsString() @Length(0, 4_096) message?: string;
   @IsOptional() @IsString() @Length(0, 1_024) reason?: string;
   /** Tokens the call used: corrects its share of the grant's tokens_per_minute. */
-  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens_used?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) tokens_used?: number;
 }
 
 /** The signed admission proof an Admit answered with; it is bound to its hold id. */
@@ -97,7 +97,7 @@ export class SettleCommandDto {
 export class IncreaseHoldDto {
   @IsString() @Length(1, 1_024) hold_id!: string;
   @IsMoney() amount_units!: WireMoney;
-  @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
   /** Over NATS, instead of the proof: the token of the capability the hold was admitted on. */
   @IsOptional() @IsString() @Length(1, 16_384) token?: string;

@@ -3,6 +3,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
 import { walkJson } from './json-walk.js';
+import { outsideAmountRange } from './money.js';
 
 export interface FieldError {
   readonly field: string;
@@ -22,6 +23,27 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
     if (error.children && error.children.length > 0) out.push(...flattenValidationErrors(error.children, field));
   }
   return out;
+}
+
+/** The rules that refuse a value only for its size: an amount's, a count's minimum and maximum. */
+const RANGE_CONSTRAINTS: ReadonlySet<string> = new Set(['isMoney', 'min', 'max']);
+
+/**
+ * True when every refused field is a well-formed integer outside [0, 2^63-1] and fails
+ * only its range: the request is then 422 (http-api.md, Exactness) instead of 400.
+ */
+export function onlyOutOfRange(errors: readonly ValidationError[]): boolean {
+  let refused = 0;
+  const walk = (list: readonly ValidationError[]): boolean =>
+    list.every((error) => {
+      const names = Object.keys(error.constraints ?? {});
+      if (names.length > 0) {
+        refused++;
+        if (!names.every((name) => RANGE_CONSTRAINTS.has(name)) || !outsideAmountRange(error.value)) return false;
+      }
+      return walk(error.children ?? []);
+    });
+  return walk(errors) && refused > 0;
 }
 
 /** Validates a plain object against a class-validator DTO. Unknown fields are refused. */

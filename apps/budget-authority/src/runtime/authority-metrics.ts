@@ -92,6 +92,7 @@ const REASON_PATTERNS: readonly (readonly [RegExp, string])[] = [
   [/^request id was already used$/, 'request_replayed'],
   [/invocation was already dispatched$/, 'already_dispatched'],
   [/^execution nonce preflight was already performed/, 'preflight_replayed'],
+  [/, past the largest amount, 2\^63-1 minor units$/, 'amount_out_of_range'],
   [new RegExp(`^${Reasons.runtimeDenied}`), 'runtime_denied'],
 ];
 const FIXED_REASONS = new Map<string, string>(
@@ -174,8 +175,11 @@ interface LedgerFigures {
 async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures> {
   const t = BUDGET_TABLES;
   const statuses = OPEN_HOLD_STATUSES.map((s) => `'${s}'`).join(', ');
+  // Each row is an amount (at most 2^63-1, ADR 0044) but a sum over trees is not: summed as doubles, a gauge's own
+  // type, SQLite's SUM cannot overflow into an error that would fail the scrape.
   const money = await dataSource.query(
-    `SELECT u.currency AS currency, SUM(u.exposed_cost_units) AS exposure, SUM(u.committed_cost_units) AS committed
+    `SELECT u.currency AS currency, SUM(CAST(u.exposed_cost_units AS DOUBLE PRECISION)) AS exposure,
+            SUM(CAST(u.committed_cost_units AS DOUBLE PRECISION)) AS committed
        FROM ${t.usage} u JOIN ${t.capabilities} c ON c.capability_id = u.capability_id
       WHERE c.parent_id IS NULL GROUP BY u.currency`,
   );

@@ -1,6 +1,8 @@
 // Wire DTOs of the budget events, validated with class-validator when an event is
-// encoded (a bug must not reach the stream) and when it is read back.
-import { moneyFromWire } from '@tally/contracts';
+// encoded (a bug must not reach the stream) and when it is read back. Amounts are in
+// [0, 2^63-1] and counts in [0, 2^53-1] (ADR 0044): a stored event with a wider value is
+// refused at decode, naming the field, before any projection tries to write it.
+import { COUNT_MAX, MONEY_MESSAGE, moneyFromWire } from '@tally/contracts';
 import { Type } from 'class-transformer';
 import {
   Equals,
@@ -12,6 +14,7 @@ import {
   IsOptional,
   IsString,
   Length,
+  Max,
   Min,
   ValidateBy,
   ValidateIf,
@@ -22,17 +25,19 @@ const IsMoney = () =>
   ValidateBy({
     name: 'isMoney',
     validator: {
-      validate: (v: unknown) => (moneyFromWire(v) ?? -1n) >= 0n,
-      defaultMessage: () => '$property must be a non-negative integer amount of minor units',
+      validate: (v: unknown) => moneyFromWire(v) !== undefined,
+      defaultMessage: () => `$property ${MONEY_MESSAGE}`,
     },
   });
+/** A count or token figure: a JSON number carries it exactly only up to 2^53-1. */
+const CountMax = () => Max(COUNT_MAX);
 const Id = () => Length(1, 512);
 const Ms = () => Min(0);
 
 export class GrantDto {
   @IsString() @Id() server_id!: string;
   @IsString() @Id() tool_name!: string;
-  @IsOptional() @IsInt() @Min(0) max_invocations?: number;
+  @IsOptional() @IsInt() @Min(0) @CountMax() max_invocations?: number;
   @IsOptional() @IsMoney() max_cost_per_invocation?: number | string;
   @IsOptional() @IsMoney() max_total_cost_units?: number | string;
   @IsOptional() @IsString() @Length(1, 16) currency?: string;
@@ -109,17 +114,17 @@ export class HoldAuthorizedDto {
   @IsInt() @Ms() at_ms!: number;
   /** One entry per chain grant: its period, or null when it has no reset. */
   @IsOptional() @IsArray() periods?: (PeriodDto | null)[];
-  @IsOptional() @IsInt() @Min(0) tokens?: number;
+  @IsOptional() @IsInt() @Min(0) @CountMax() tokens?: number;
 }
 
 export class HoldIncreasedDto {
   @IsIn(['increase_exposure']) kind!: string;
   @IsString() @Id() hold_id!: string;
-  @IsInt() @Min(1) increase!: number;
+  @IsInt() @Min(1) @CountMax() increase!: number;
   @IsOptional() @IsString() @Id() command_id?: string;
   @IsMoney() amount_units!: number | string;
   @IsMoney() exposure_units!: number | string;
-  @IsOptional() @IsInt() @Min(0) tokens?: number;
+  @IsOptional() @IsInt() @Min(0) @CountMax() tokens?: number;
   @IsInt() @Ms() at_ms!: number;
 }
 
@@ -174,7 +179,7 @@ export class SpendSettledDto {
   @IsMoney() realized_units!: number | string;
   @IsMoney() overrun_units!: number | string;
   @IsInt() @Ms() at_ms!: number;
-  @IsOptional() @IsInt() @Min(0) tokens_used?: number;
+  @IsOptional() @IsInt() @Min(0) @CountMax() tokens_used?: number;
 }
 
 export class HoldRetainedDto {

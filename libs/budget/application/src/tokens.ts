@@ -147,7 +147,14 @@ function policyFields(grant: Grant | WireGrant) {
 }
 
 export function grantFromWire(grant: WireGrant): Grant {
-  const money = (value: number | string | undefined) => (value === undefined ? undefined : moneyFromWire(value));
+  // Fails closed: a limit that is not an amount must not read as "no limit".
+  const money = (value: number | string | undefined) => {
+    if (value === undefined) return undefined;
+    const amount = moneyFromWire(value);
+    if (amount === undefined)
+      throw new Error(`a grant limit is not an amount of minor units: ${JSON.stringify(value)}`);
+    return amount;
+  };
   const perInvocation = money(grant.max_cost_per_invocation);
   const total = money(grant.max_total_cost_units);
   return {
@@ -158,6 +165,6 @@ export function grantFromWire(grant: WireGrant): Grant {
     ...(total === undefined ? {} : { max_total_cost_units: total }),
     ...(grant.currency === undefined ? {} : { currency: grant.currency }),
     ...policyFields(grant),
-    ...(grant.hold_cap_units === undefined ? {} : { hold_cap_units: moneyFromWire(grant.hold_cap_units)! }),
+    ...(grant.hold_cap_units === undefined ? {} : { hold_cap_units: money(grant.hold_cap_units)! }),
   };
 }

@@ -1,7 +1,8 @@
 // Issuing, delegating and revoking capabilities. A child only narrows its parent:
 // grants are subsets, expiry is no later, and siblings' shares fit the parent's capacity.
 import type { IssueCapability, RevokeCapability } from './commands.js';
-import { accept, reject, type Decision } from './decision.js';
+import { AMOUNT_MAX_UNITS, isAmount } from './assert.js';
+import { accept, reject, type Decision, type Rejection } from './decision.js';
 import { EventIds } from './ids.js';
 import { capabilityCapacity } from './invariants.js';
 import type { Capability, Grant, StoredGrant } from './model.js';
@@ -14,6 +15,8 @@ export function decideIssue(command: IssueCapability, state: TreeState): Decisio
   const invalid = invalidGrants(command.grants, command.grants_max);
   if (invalid) return reject('grants_invalid', invalid);
   if (command.expires_at_ms <= command.now_ms) return reject('grants_invalid', 'expiry must be in the future');
+  if (command.budget_units !== undefined && !isAmount(command.budget_units))
+    return reject('amount_out_of_range', 'budget_share_units must be an amount from 0 to 2^63-1');
   if (command.parent_id === undefined) return issueRoot(command, state);
   const parent = state.capabilities.get(command.parent_id);
   if (!parent) return reject('parent_unknown', `parent capability ${command.parent_id} is unknown`);
@@ -30,7 +33,7 @@ export function decideIssue(command: IssueCapability, state: TreeState): Decisio
   const narrowed = narrowGrants(parent, command.grants);
   if (typeof narrowed === 'string') return reject('grant_not_narrowing', narrowed);
   const share = checkShare(state, parent, command.budget_units);
-  if (share) return reject('budget_share_exceeds_parent', share);
+  if (share) return { ok: false, rejection: share };
   return accept({
     type: 'CapabilityIssued',
     event_id: EventIds.capabilityIssued(command.capability_id),
@@ -80,8 +83,8 @@ function invalidGrants(grants: readonly Grant[], grantsMax: number): string | un
       !(Number.isSafeInteger(grant.max_invocations) && grant.max_invocations >= 0)
     )
       return `grants[${index}].max_invocations must be a non-negative integer`;
-    if ((grant.max_cost_per_invocation ?? 0n) < 0n || (grant.max_total_cost_units ?? 0n) < 0n)
-      return `grants[${index}] cost limits must not be negative`;
+    if (!isAmount(grant.max_cost_per_invocation ?? 0n) || !isAmount(grant.max_total_cost_units ?? 0n))
+      return `grants[${index}] cost limits must be amounts from 0 to 2^63-1`;
     const policy = invalidPolicy(grant);
     if (policy) return `grants[${index}].${policy}`;
   }
@@ -104,7 +107,8 @@ function invalidPolicy(grant: Grant): string | undefined {
       return 'alert_at_percent entries must be integers from 1 to 100';
   if ((grant.alert_at_percent?.length ?? 0) > 0 && grant.max_total_cost_units === undefined)
     return 'alert_at_percent needs max_total_cost_units';
-  if (grant.hold_cap_units !== undefined && grant.hold_cap_units < 0n) return 'hold_cap_units must not be negative';
+  if (grant.hold_cap_units !== undefined && !isAmount(grant.hold_cap_units))
+    return 'hold_cap_units must be an amount from 0 to 2^63-1';
   return undefined;
 }
 
@@ -140,15 +144,22 @@ function narrows<T extends number | bigint>(parent: T | undefined, child: T | un
   return child !== undefined && child <= parent;
 }
 
-function checkShare(state: TreeState, parent: Capability, share: bigint | undefined): string | undefined {
+function checkShare(state: TreeState, parent: Capability, share: bigint | undefined): Rejection | undefined {
   if (share === undefined) return undefined;
-  if (share < 0n) return 'budget_share_units must not be negative';
-  const capacity = capabilityCapacity(parent);
-  if (capacity === undefined) return undefined;
   let taken = 0n;
   for (const child of parent.children) taken += state.capabilities.get(child)?.budget_units ?? 0n;
-  if (taken + share > capacity)
-    return `siblings already hold ${taken} of the parent's ${capacity}; ${share} does not fit`;
+  const capacity = capabilityCapacity(parent);
+  if (capacity !== undefined && taken + share > capacity)
+    return {
+      code: 'budget_share_exceeds_parent',
+      message: `siblings already hold ${taken} of the parent's ${capacity}; ${share} does not fit`,
+    };
+  // A parent without a capacity (or one of many grants' totals) leaves the shares unbounded: their sum must still be an amount.
+  if (taken + share > AMOUNT_MAX_UNITS)
+    return {
+      code: 'amount_out_of_range',
+      message: `budget_share_units: the siblings' shares would sum to ${taken + share}, past the largest amount, 2^63-1 minor units`,
+    };
   return undefined;
 }
 

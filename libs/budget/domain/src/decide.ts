@@ -1,5 +1,6 @@
 // decide(command, state) -> events | rejection, and a sequence of commands decided as
 // one atomic step (one append), each on the state the previous ones produced.
+import { amountOverflow } from './amounts.js';
 import type { BudgetCommand } from './commands.js';
 import { decideIssue, decideRevoke } from './decide-capability.js';
 import { decideAuthorize, decideCancel, decideCapture, decideExpire, decideRollback } from './decide-hold.js';
@@ -76,6 +77,9 @@ export function decideSequence(commands: readonly BudgetCommand[], state: TreeSt
     const decision = decide(command, current);
     if (!decision.ok) return { ok: false, rejection: decision.rejection, index };
     for (const event of decision.events) {
+      // A sum past 2^63-1 is refused here, for every decider at once, before evolve would assert on it.
+      const overflow = amountOverflow(current, event);
+      if (overflow) return { ok: false, rejection: overflow, index };
       current = evolve(current, { ...event, commit_index: current.last_commit_index + 1 });
       events.push(event);
     }

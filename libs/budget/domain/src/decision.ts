@@ -39,7 +39,9 @@ export type RejectionCode =
   | 'requested_tokens_exceed_rate_limit'
   | 'hold_cap_exceeded'
   | 'increase_limit_reached'
-  | 'hold_not_open';
+  | 'hold_not_open'
+  /** A sum the command would book (usage, spend, exposure, siblings' shares) would pass 2^63-1 (ADR 0044). */
+  | 'amount_out_of_range';
 
 export interface Rejection {
   readonly code: RejectionCode;

@@ -1,6 +1,7 @@
 // evolve(state, event) -> state: the only place a fact changes the tree. Budget
 // mutations assert the tree's limits before and after they apply (TigerBeetle style).
-import { assert } from './assert.js';
+import { assertEventAmounts, assertUsageAmounts } from './amounts.js';
+import { assert, assertAmount } from './assert.js';
 import type {
   CapabilityIssuedData,
   HoldAuthorizedData,
@@ -24,6 +25,7 @@ export function evolve(state: TreeState, event: RecordedBudgetEvent): TreeState 
     advances,
     `commit index ${event.commit_index}/${position} does not advance past ${state.last_commit_index}/${state.last_commit_position}`,
   );
+  assertEventAmounts(event);
   return { ...apply(state, event), last_commit_index: event.commit_index, last_commit_position: position };
 }
 
@@ -280,20 +282,22 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
   assertChainWithinLimits(state, hold.chain, hold.periods);
   const usage = new Map(state.usage);
   for (const ref of hold.chain) {
+    const key = usageKey(ref);
     const before = usageOf(state, ref);
-    usage.set(usageKey(ref), {
+    const after = {
       invocation_count: before.invocation_count + m.inv,
       exposed_cost_units: before.exposed_cost_units + m.exp,
       realized_cost_units: before.realized_cost_units + m.real,
-    });
+    };
+    assertUsageAmounts(after, key);
+    usage.set(key, after);
   }
   const spend = new Map(state.spend);
   for (const capabilityId of new Set(hold.chain.map((ref) => ref.capability_id))) {
     const before = spendOf(state, capabilityId);
-    spend.set(capabilityId, {
-      invocation_count: before.invocation_count + m.inv,
-      committed_units: before.committed_units + m.exp + m.real,
-    });
+    const committed = before.committed_units + m.exp + m.real;
+    assertAmount(committed, `committed spend of ${capabilityId}`);
+    spend.set(capabilityId, { invocation_count: before.invocation_count + m.inv, committed_units: committed });
   }
   const own = hold.chain[0]!;
   const record = {

@@ -1,5 +1,6 @@
 // The budget domain: the delegation-tree aggregate as a pure decide/evolve pair.
 export * from './assert.js';
+export * from './amounts.js';
 export * from './model.js';
 export * from './events.js';
 export * from './commands.js';

@@ -1,5 +1,6 @@
 // Translations at the edges of one attempt: the gateway's outcome into the domain's
 // AttemptOutcome, and an attempt's hold step into the budget authority's Settle outcome.
+import { TOKENS_MAX } from '@tally/contracts';
 import type { AttemptOutcome, AttemptState, NextStep } from '@tally/orchestrator-domain';
 import type { DispatchOutcome, SettleOutcome } from './ports.js';
 
@@ -61,7 +62,8 @@ export function settleOutcomeOf(
       kind: 'completed',
       cost_units: step.cost_units,
       currency: attempt.price.currency,
-      ...(usage === undefined ? {} : { tokens_used: usage.input_tokens + usage.output_tokens }),
+      // A provider may report more than a command carries; past TOKENS_MAX every tokens_per_minute is full anyway.
+      ...(usage === undefined ? {} : { tokens_used: Math.min(usage.input_tokens + usage.output_tokens, TOKENS_MAX) }),
     };
   }
   if (step.outcome === 'not_dispatched')

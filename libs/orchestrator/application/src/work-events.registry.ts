@@ -1,7 +1,7 @@
 // Wire validation for work-unit events: one DTO per event type, registered with the
 // envelope registry the JetStream event store decodes with. The DTOs mirror the domain
 // event types field by field; unknown fields are refused by the registry.
-import { EventRegistry } from '@tally/contracts';
+import { COUNT_MAX, EventRegistry } from '@tally/contracts';
 import {
   ATTEMPT_REASONS,
   FAILURE_CODES,
@@ -23,10 +23,16 @@ import {
   IsString,
   Length,
   Matches,
+  Max,
   Min,
   ValidateNested,
 } from 'class-validator';
 
+/**
+ * Hold and settled costs, as decimal strings. Wider than an amount (2^63-1 has 19 digits) on
+ * purpose: units recorded before ADR 0044 may carry a hold the authority then accepted, and
+ * they must still decode; new ones come from the authority's bounded answers and a checked price.
+ */
 const DECIMAL = /^(0|[1-9][0-9]{0,30})$/;
 
 class RouteLegDto {
@@ -42,10 +48,10 @@ class ChatMessageDto {
 }
 
 class LimitsDto {
-  @IsInt() @Min(0) max_retries!: number;
-  @IsInt() @Min(0) run_retry_attempts!: number;
-  @IsInt() @Min(1) dispatch_ceiling!: number;
-  @IsInt() @Min(1) max_tokens!: number;
+  @IsInt() @Min(0) @Max(COUNT_MAX) max_retries!: number;
+  @IsInt() @Min(0) @Max(COUNT_MAX) run_retry_attempts!: number;
+  @IsInt() @Min(1) @Max(COUNT_MAX) dispatch_ceiling!: number;
+  @IsInt() @Min(1) @Max(COUNT_MAX) max_tokens!: number;
   @IsInt() @Min(1) timeout_ms!: number;
   @IsInt() @Min(0) retry_base_backoff_ms!: number;
   @IsInt() @Min(0) run_retry_base_backoff_ms!: number;
@@ -54,15 +60,15 @@ class LimitsDto {
 }
 
 class PriceDto {
-  @IsInt() @Min(0) input_per_mtok_units!: number;
-  @IsInt() @Min(0) output_per_mtok_units!: number;
+  @IsInt() @Min(0) @Max(COUNT_MAX) input_per_mtok_units!: number;
+  @IsInt() @Min(0) @Max(COUNT_MAX) output_per_mtok_units!: number;
   @IsString() @Length(1, 16) currency!: string;
-  @IsOptional() @IsInt() @Min(0) per_call_units?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(COUNT_MAX) per_call_units?: number;
 }
 
 class UsageDto {
-  @IsInt() @Min(0) input_tokens!: number;
-  @IsInt() @Min(0) output_tokens!: number;
+  @IsInt() @Min(0) @Max(COUNT_MAX) input_tokens!: number;
+  @IsInt() @Min(0) @Max(COUNT_MAX) output_tokens!: number;
 }
 
 class Base {

@@ -2,7 +2,7 @@
 // the top of every loop, and `decide` calls it again to check a command against it, so
 // a resumed or racing worker always lands on the same next step.
 import type { FailureCode, HoldOutcomeKind, OutputRef } from './work-unit.events.js';
-import { realizedCostUnits } from './pricing.js';
+import { AMOUNT_MAX_UNITS, realizedCostUnits } from './pricing.js';
 import {
   assertInvariant,
   isTerminal,
@@ -96,8 +96,12 @@ export function holdStep(attempt: AttemptState): NextStep {
   const settled = attempt.settled;
   assertInvariant(settled, `hold of unsettled attempt ${attempt.ordinal}`);
   const base = { kind: 'settle_hold', ordinal: attempt.ordinal, hold_id: attempt.hold_id } as const;
-  if (settled.usage)
-    return { ...base, outcome: 'completed', cost_units: realizedCostUnits(attempt.price, settled.usage) };
+  if (settled.usage) {
+    const cost = realizedCostUnits(attempt.price, settled.usage);
+    // Usage priced past 2^63-1 cannot be booked (ADR 0044): it counts as unknown, keeping the whole hold.
+    if (cost > AMOUNT_MAX_UNITS) return { ...base, outcome: 'failed_after_dispatch' };
+    return { ...base, outcome: 'completed', cost_units: cost };
+  }
   if (settled.settlement === 'failed') return { ...base, outcome: 'not_dispatched' };
   return { ...base, outcome: 'failed_after_dispatch' };
 }

@@ -6,7 +6,7 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import { flattenValidationErrors, type FieldError } from '@tally/contracts';
-import { ModelPrice, TallyConfig } from './config.schema.js';
+import { ModelPrice, TallyConfig, ToolPriceConfig } from './config.schema.js';
 import { natsLoginProblems } from './nats-credentials.js';
 import { validateOidcIssuers } from './oidc-settings.js';
 
@@ -76,6 +76,7 @@ export function validateConfig(raw: Record<string, unknown>, sources: Map<string
   return config;
 }
 
+/** Prices are maps keyed by model or tool name, which class-validator cannot nest: each is validated here. */
 function validatePrices(config: TallyConfig): FieldError[] {
   const errors: FieldError[] = [];
   config.providers.forEach((provider, index) => {
@@ -86,7 +87,19 @@ function validatePrices(config: TallyConfig): FieldError[] {
       provider.models[model] = instance;
     }
   });
+  (config.tool_servers ?? []).forEach((server, index) => {
+    for (const [tool, price] of Object.entries(isRecord(server.tools) ? server.tools : {})) {
+      const instance = plainToInstance(ToolPriceConfig, price);
+      for (const e of flattenValidationErrors(validateSync(instance), `tool_servers.${index}.tools.${tool}`))
+        errors.push(e);
+      server.tools[tool] = instance;
+    }
+  });
   return errors;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function readConfigFile(path: string): Record<string, unknown> {

@@ -18,6 +18,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { COUNT_MAX } from '@tally/contracts';
 import { WebhooksConfig } from './webhooks-config.js';
 
 export class NatsTlsConfig {
@@ -70,18 +71,18 @@ export class StreamLimitsConfig {
    * Byte limit of each event stream (the ledger). Unset: none. When set, a full stream
    * refuses new events with a clear error; it never deletes old ones (ADR 0002).
    */
-  @IsOptional() @IsInt() @Min(1_048_576) max_bytes?: number;
+  @IsOptional() @IsInt() @Min(1_048_576) @Max(COUNT_MAX) max_bytes?: number;
   /** /readyz turns degraded when a stream with a byte limit is fuller than this share of it. */
   @IsNumber() @Min(0.01) @Max(1) fullness_degraded_ratio = 0.8;
   /** The work queue and the command stream: a full one refuses new messages. JetStream reserves this up front. */
-  @IsInt() @Min(1_048_576) queue_max_bytes = 1024 * 1024 * 1024;
+  @IsInt() @Min(1_048_576) @Max(COUNT_MAX) queue_max_bytes = 1024 * 1024 * 1024;
   /** The dead-letter stream drops its oldest records past either bound. */
-  @IsInt() @Min(1_048_576) dead_letter_max_bytes = 1024 * 1024 * 1024;
-  @IsInt() @Min(86_400_000) dead_letter_max_age_ms = 30 * 86_400_000;
+  @IsInt() @Min(1_048_576) @Max(COUNT_MAX) dead_letter_max_bytes = 1024 * 1024 * 1024;
+  @IsInt() @Min(86_400_000) @Max(COUNT_MAX) dead_letter_max_age_ms = 30 * 86_400_000;
   /** How long an Idempotency-Key is remembered (KV bucket TTL); past it the key may name a new request. */
   @IsInt() @Min(60_000) @Max(30 * 86_400_000) idempotency_ttl_ms = 86_400_000;
   /** Byte limit of the idempotency bucket; when full, a new key is refused (503), never an old one forgotten early. */
-  @IsInt() @Min(1_048_576) idempotency_max_bytes = 64 * 1024 * 1024;
+  @IsInt() @Min(1_048_576) @Max(COUNT_MAX) idempotency_max_bytes = 64 * 1024 * 1024;
 }
 
 export class ConsumerLimitsConfig {
@@ -129,9 +130,15 @@ export class AuthorityConfig {
   @IsBoolean() capture_with_authorize = true;
 }
 
+/**
+ * The highest price a setting may name, in minor units (per million tokens, or per call):
+ * 10^12 keeps every hold (tokens × price) far below 2^63-1 minor units (ADR 0044).
+ */
+export const PRICE_UNITS_MAX = 1_000_000_000_000;
+
 export class ModelPrice {
-  @IsInt() @Min(0) input_per_mtok_units!: number;
-  @IsInt() @Min(0) output_per_mtok_units!: number;
+  @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) input_per_mtok_units!: number;
+  @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) output_per_mtok_units!: number;
   @Matches(/^[A-Z]{3}$/) currency!: string;
 }
 
@@ -144,7 +151,7 @@ export class ProviderConfig {
 }
 
 export class ToolPriceConfig {
-  @IsInt() @Min(0) @Max(1_000_000_000_000) cost_units_per_call!: number;
+  @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) cost_units_per_call!: number;
   @IsString() @Length(3, 16) currency!: string;
 }
 

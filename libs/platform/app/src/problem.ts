@@ -9,7 +9,7 @@ import {
   type ExceptionFilter,
   type ValidationPipe,
 } from '@nestjs/common';
-import { flattenValidationErrors, type FieldError } from '@tally/contracts';
+import { flattenValidationErrors, onlyOutOfRange, type FieldError } from '@tally/contracts';
 import { StreamFull } from '@tally/eventing';
 import { FastValidationPipe, ProblemException } from '@tally/platform-nest';
 
@@ -22,9 +22,16 @@ export function problemValidationPipe(): ValidationPipe {
     forbidUnknownValues: true,
     transform: true,
     exceptionFactory: (errors) =>
-      new ProblemException(400, 'validation', 'The request is invalid', flattenValidationErrors(errors)),
+      onlyOutOfRange(errors)
+        ? new RejectedInput(422, 'amount_out_of_range', OUT_OF_RANGE_TITLE, flattenValidationErrors(errors))
+        : new RejectedInput(400, 'validation', 'The request is invalid', flattenValidationErrors(errors)),
   });
 }
+
+const OUT_OF_RANGE_TITLE = 'A value lies outside the range of an amount, 0 to 2^63-1';
+
+/** Input the validation pipe refused: handed to the rejection sink whatever its status. */
+class RejectedInput extends ProblemException {}
 
 export interface RejectedRequest {
   readonly method: string;
@@ -62,7 +69,7 @@ export class ProblemFilter implements ExceptionFilter {
     const res = http.getResponse<HttpResponseLike>();
     const problem = toProblem(exception);
     if (problem.status >= 500) this.onUnexpected?.(exception);
-    if ((problem.status === 400 || problem.status === 413) && this.sink) {
+    if ((exception instanceof RejectedInput || problem.status === 400 || problem.status === 413) && this.sink) {
       const rejected = {
         method: req.method,
         path: req.originalUrl ?? req.url,

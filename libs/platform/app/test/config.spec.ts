@@ -25,6 +25,8 @@ const contractExample = {
   ],
 };
 
+const PRICE = { input_per_mtok_units: 1_000_000_000_000, output_per_mtok_units: 1, currency: 'USD' };
+
 function problemsOf(fn: () => unknown): string[] {
   try {
     fn();
@@ -82,6 +84,21 @@ describe('configuration', () => {
     expect(problems).toMatch(/authority\.hold_ttl_msec: property hold_ttl_msec should not exist/);
     expect(problems).toMatch(/providers\.0\.models\.m\.input_per_mtok_units/);
     expect(problems).toMatch(/providers\.0\.models\.m\.currency/);
+  });
+
+  it('ADR 0044 a price past 10^12 or a byte limit past 2^53-1 is refused, naming the setting and its source', () => {
+    const tools = { search: { cost_units_per_call: 1e13, currency: 'USD' } };
+    const bad = {
+      streams: { max_bytes: 2 ** 60 },
+      providers: [{ ...contractExample.providers[0], models: { m: { ...PRICE, output_per_mtok_units: 1e13 } } }],
+      tool_servers: [{ name: 't1', url: 'http://127.0.0.1:9/mcp', tools }],
+    };
+    const problems = problemsOf(() => loadConfig({ TALLY_CONFIG: file('wide.json', JSON.stringify(bad)) })).join('\n');
+    expect(problems).toMatch(/streams\.max_bytes: max_bytes must not be greater than 9007199254740991/);
+    expect(problems).toMatch(/providers\.0\.models\.m\.output_per_mtok_units: .* 1000000000000 \(from .*wide\.json\)/);
+    expect(problems).toMatch(/tool_servers\.0\.tools\.search\.cost_units_per_call: .* 1000000000000/);
+    const fine = { ...bad, streams: {}, providers: contractExample.providers, tool_servers: [] };
+    expect(() => loadConfig({ TALLY_CONFIG: file('fine.json', JSON.stringify(fine)) })).not.toThrow();
   });
 
   it('an unreadable or malformed file is named in the error', () => {
