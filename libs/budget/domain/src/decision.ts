@@ -20,6 +20,7 @@ export type RejectionCode =
   | 'requested_cost_exceeds_max_per_invocation'
   | 'max_invocations_reached'
   | 'total_cost_limit_reached'
+  | 'budget_overrun'
   | 'capability_budget_exhausted'
   | 'already_dispatched'
   | 'request_replayed'
@@ -39,7 +40,8 @@ export type RejectionCode =
   | 'requested_tokens_exceed_rate_limit'
   | 'hold_cap_exceeded'
   | 'increase_limit_reached'
-  | 'hold_not_open';
+  | 'hold_not_open'
+  | 'currency_mismatch';
 
 export interface Rejection {
   readonly code: RejectionCode;

@@ -81,7 +81,13 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         { ...hold, status: 'settled', realized_units: event.data.realized_units },
         event.data.tokens_used,
       );
-      const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units };
+      // Events from before ADR 0043 carry no hold_overrun_units: they booked within the limits and count no overrun.
+      const over = event.data.hold_overrun_units ?? 0n;
+      assert(
+        over === 0n || event.data.realized_units === hold.exposure_units + over,
+        `overrun of ${hold.hold_id} does not add up`,
+      );
+      const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units, over };
       return mutate(closed.state, closed.hold, {
         kind: event.data.kind,
         eventId: event.event_id,
@@ -176,6 +182,9 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         real: 0n,
       });
     }
+    case 'BudgetOverrun':
+      // A notice of the settlement in its commit: the overrun itself is counted by SpendSettled.
+      return state;
     case 'BudgetThresholdCrossed':
     case 'BudgetExhausted':
       // The event id is `alert:{key}`: the key says which threshold of which period fired.
@@ -273,11 +282,14 @@ interface Mutation {
   readonly inv: number;
   readonly exp: bigint;
   readonly real: bigint;
+  /** The part of `real` a provider billed beyond the hold (ADR 0043). */
+  readonly over?: bigint;
 }
 
 /** Applies usage deltas to the hold's grant and every ancestor grant, with paired assertions. */
 function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
   assertChainWithinLimits(state, hold.chain, hold.periods);
+  const over = m.over ?? 0n;
   const usage = new Map(state.usage);
   for (const ref of hold.chain) {
     const before = usageOf(state, ref);
@@ -285,6 +297,7 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
       invocation_count: before.invocation_count + m.inv,
       exposed_cost_units: before.exposed_cost_units + m.exp,
       realized_cost_units: before.realized_cost_units + m.real,
+      overrun_cost_units: before.overrun_cost_units + over,
     });
   }
   const spend = new Map(state.spend);
@@ -293,6 +306,7 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
     spend.set(capabilityId, {
       invocation_count: before.invocation_count + m.inv,
       committed_units: before.committed_units + m.exp + m.real,
+      overrun_units: before.overrun_units + over,
     });
   }
   const own = hold.chain[0]!;
@@ -315,7 +329,8 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
   ]);
   const period_usage = addPeriodUsage(state, hold, m);
   const next = { ...withHold(state, hold), usage, spend, mutations, period_usage };
-  assertChainWithinLimits(next, hold.chain, hold.periods);
+  // A new hold or a raised one must fit under every limit; only a settled overrun may pass one.
+  assertChainWithinLimits(next, hold.chain, hold.periods, m.inv > 0 || m.exp > 0n);
   return next;
 }
 
