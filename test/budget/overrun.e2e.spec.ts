@@ -111,6 +111,7 @@ describe('overruns are booked in full (ADR 0043)', () => {
       },
     });
     expect(await metric('tally_budget_overrun_units_total', 'currency="USD"')).toBe(206);
+    expect(await metric('tally_admissions_total', 'verdict="deny",reason="budget_overrun"')).toBe(1);
   }, 180_000);
 });
 

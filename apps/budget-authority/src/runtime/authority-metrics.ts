@@ -85,6 +85,7 @@ const REASON_PATTERNS: readonly (readonly [RegExp, string])[] = [
   [/^(a requested cost is required|requested cost must not be negative)/, 'cost_required'],
   [/^max invocations reached$/, 'max_invocations_reached'],
   [/^budget exhausted$/, 'total_cost_limit_reached'],
+  [/^budget overrun: /, 'budget_overrun'],
   [/^delegated budget exhausted$/, 'capability_budget_exhausted'],
   [/^a single hold on this grant may expose/, 'hold_cap_exceeded'],
   [/requested_tokens is required$/, 'tokens_required'],
