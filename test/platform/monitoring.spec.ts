@@ -48,6 +48,8 @@ describe('Issue 12: the PrometheusRule and the Grafana dashboard', () => {
     expect(byName.get('TallyProjectionLagging')).toContain('tally_projection_lag_events');
     expect(byName.get('TallyDeadLettersGrowing')).toContain('increase(tally_dead_letters_total');
     expect(byName.get('TallyDeadLetterStreamGrowing')).toContain('tally_stream_messages{stream=~".+_DLQ"}');
+    // ADR 0043: a charge booked beyond its hold is an alert, per currency.
+    expect(byName.get('TallyBudgetOverrun')).toContain('increase(tally_budget_overrun_units_total');
     expect(byName.get('TallyBudgetStreamNearlyFull')).toContain(
       'tally_stream_fullness_ratio{stream=~".+_BUDGET_EVENTS"}',
     );

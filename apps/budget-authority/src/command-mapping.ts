@@ -131,6 +131,7 @@ export function toIncreaseCommand(
     command_id: commandId,
     hold_id: dto.hold_id,
     amount_units: moneyFromWire(dto.amount_units)!,
+    ...(dto.currency === undefined ? {} : { currency: dto.currency }),
     ...(dto.tokens === undefined ? {} : { tokens: dto.tokens }),
   };
 }

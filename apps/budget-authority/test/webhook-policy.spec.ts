@@ -1,6 +1,7 @@
 // Proves the pure webhook rules (issue 11): which ledger facts become which webhook with a
-// stable id, which URLs an endpoint may have, and that retries back off exponentially with
-// jitter up to the bound; and that a signed call verifies with the standardwebhooks package.
+// stable id (an overrun, ADR 0043, among them), which URLs an endpoint may have, and that retries
+// back off exponentially with jitter up to the bound; and that a signed call verifies with the
+// standardwebhooks package.
 import { describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import {
@@ -92,6 +93,43 @@ describe('webhook rules (issue 11)', () => {
       }),
     ).toMatchObject({ type: 'capability.revoked', data: { capability_id: 'c', revoked_ids: ['c', 'd'] } });
     expect(webhookOf({ eventId: 'e6', type: 'SpendSettled', payload: { hold_id: hold, at_ms: 1 } })).toBeUndefined();
+  });
+
+  it('ADR 0043: a BudgetOverrun becomes budget.overrun with the charge, the hold and its grant, with a webhook-id of its own', () => {
+    const hold = 'budget-hold:r:1:cap-9:0';
+    const msg = webhookOf({
+      eventId: `${hold}:overrun`,
+      type: 'BudgetOverrun',
+      payload: {
+        capability_id: 'cap-9',
+        grant_index: 0,
+        hold_id: hold,
+        realized_units: 306,
+        exposure_units: 100,
+        hold_overrun_units: 206,
+        currency: 'USD',
+        committed_units: 1206,
+        limit_units: 1000,
+        at_ms: 1_764_640_000_000,
+      },
+    })!;
+    expect(msg.webhook_id).toBe(webhookIdOf(`${hold}:overrun`));
+    expect(JSON.parse(webhookBody(msg, 'acme'))).toEqual({
+      type: 'budget.overrun',
+      timestamp: new Date(1_764_640_000_000).toISOString(),
+      data: {
+        tenant_id: 'acme',
+        capability_id: 'cap-9',
+        grant_index: 0,
+        hold_id: hold,
+        overrun_units: 206,
+        realized_units: 306,
+        hold_units: 100,
+        currency: 'USD',
+        committed_units: 1206,
+        limit_units: 1000,
+      },
+    });
   });
 
   it('Issue 11: webhook URLs must be https, or http to loopback only when configured for local development; never with credentials', () => {

@@ -97,6 +97,8 @@ export class SettleCommandDto {
 export class IncreaseHoldDto {
   @IsString() @Length(1, 1_024) hold_id!: string;
   @IsMoney() amount_units!: WireMoney;
+  /** The currency of amount_units; one that is not the hold's is refused (currency_mismatch). */
+  @IsOptional() @Matches(/^[A-Z]{3}$/) currency?: string;
   @IsOptional() @IsInt() @Min(0) @Max(TOKENS_MAX) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
   /** Over NATS, instead of the proof: the token of the capability the hold was admitted on. */

@@ -3,12 +3,19 @@
 // second Admit with an already admitted request id is a replay and is denied (B7).
 import { Body, Controller, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { AdmissionProofDto, AdmitCommandDto, IsMoney, SettleCommandDto, type WireMoney } from '@tally/contracts';
-import { HOLD_UNKNOWN, type AdmissionProof, type HoldAuthorization } from '@tally/budget-application';
+import {
+  CURRENCY_MISMATCH,
+  currencyRefusalOf,
+  HOLD_UNKNOWN,
+  type AdmissionProof,
+  type HoldAuthorization,
+  type SignedReceipt,
+} from '@tally/budget-application';
 import type { PublishedKeys } from '@tally/directory-service';
 import { Access, Caller, hasRole, possessionRefused, SubjectSigned, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
+import { IsInt, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 import { freshCommandId, notFound } from './http-support.js';
@@ -23,6 +30,8 @@ export class RedeemNonceDto {
 /** POST /v1/holds/{id}/increase: the hold comes from the path. */
 export class IncreaseBodyDto {
   @IsMoney() amount_units!: WireMoney;
+  /** The currency of amount_units; one that is not the hold's is refused with 422 currency_mismatch. */
+  @IsOptional() @Matches(/^[A-Z]{3}$/) currency?: string;
   @IsOptional() @IsInt() @Min(0) @Max(1_000_000_000) tokens?: number;
   @IsOptional() @ValidateNested() @Type(() => AdmissionProofDto) admission_proof?: AdmissionProofDto;
 }
@@ -75,6 +84,7 @@ export class AdmissionsController {
     const call = { endpoint: 'POST /v1/settlements', key, request: body, proofScope: `hold:${body.hold_id}` };
     const result = await this.authority.settle({ ...mapped.command, command_id: await this.commandIdOf(call, caller) });
     if (unknownToCaller(result.receipt)) throw notFound('hold', body.hold_id);
+    refuseOtherCurrency(result.receipt);
     return wireJson({ receipt: result.receipt });
   }
 
@@ -94,6 +104,7 @@ export class AdmissionsController {
     const command = toIncreaseCommand(request, await this.commandIdOf(call, caller), authorization);
     const result = await this.authority.increase(command);
     if (unknownToCaller(result.receipt)) throw notFound('hold', holdId);
+    refuseOtherCurrency(result.receipt);
     return wireJson(result);
   }
 
@@ -135,6 +146,15 @@ export class AdmissionsController {
     if (proof.claims['hold_id'] !== holdId) return false;
     return this.keys.verify(proof.claims, proof.signature, proof.key_id);
   }
+}
+
+/** A settlement or increase in another currency than its hold's booked nothing (ADR 0043): 422 naming the field. */
+function refuseOtherCurrency(receipt: SignedReceipt): void {
+  const refusal = currencyRefusalOf(receipt);
+  if (refusal)
+    throw new ProblemException(422, CURRENCY_MISMATCH, refusal.message, [
+      { field: refusal.field, message: refusal.message },
+    ]);
 }
 
 /** The authority's answer for a hold that is missing or not the caller's: the same 404 for both. */

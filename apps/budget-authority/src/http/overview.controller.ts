@@ -91,6 +91,7 @@ export class OverviewController {
             exposed_cost_units: moneyToWire(u.exposedCostUnits),
             realized_cost_units: moneyToWire(u.realizedCostUnits),
             committed_cost_units: moneyToWire(u.committedCostUnits),
+            overrun_cost_units: moneyToWire(u.overrunCostUnits),
             currency: u.currency,
           })),
       })),

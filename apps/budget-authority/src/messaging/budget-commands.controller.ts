@@ -7,7 +7,12 @@ import { Controller, Inject, UsePipes } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { AdmitCommandDto, IncreaseHoldDto, SettleCommandDto } from '@tally/contracts';
 import { commandValidationPipe, refuseWhenFull, validationError, type CommandContext } from '@tally/platform-nest';
-import { authorizationFromWire } from '@tally/budget-application';
+import {
+  authorizationFromWire,
+  CURRENCY_MISMATCH,
+  currencyRefusalOf,
+  type SignedReceipt,
+} from '@tally/budget-application';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { decisionToWire, toAdmitCommand, toIncreaseCommand, toSettleCommand, wireJson } from '../command-mapping.js';
 
@@ -30,6 +35,7 @@ export class BudgetCommandsController {
     const mapped = toSettleCommand(body, ctx.getCommandId(), authorizationFromWire(body));
     if (!mapped.ok) throw new RpcException(validationError(mapped.errors));
     const result = await refuseWhenFull(() => this.authority.settle(mapped.command));
+    refuseOtherCurrency(result.receipt);
     return wireJson({ receipt: result.receipt });
   }
 
@@ -38,6 +44,23 @@ export class BudgetCommandsController {
   @UsePipes(commandValidationPipe())
   async increase(@Payload() body: IncreaseHoldDto, @Ctx() ctx: CommandContext): Promise<unknown> {
     const command = toIncreaseCommand(body, ctx.getCommandId(), authorizationFromWire(body));
-    return wireJson(await refuseWhenFull(() => this.authority.increase(command)));
+    const result = await refuseWhenFull(() => this.authority.increase(command));
+    refuseOtherCurrency(result.receipt);
+    return wireJson(result);
   }
+}
+
+/**
+ * A settlement or increase in another currency than its hold's booked nothing (ADR 0043): a
+ * final refusal naming the field, as the HTTP twin's 422 does. A re-sent command id is
+ * answered from the deny receipt its tree recorded, so it gets the same refusal.
+ */
+function refuseOtherCurrency(receipt: SignedReceipt): void {
+  const refusal = currencyRefusalOf(receipt);
+  if (refusal)
+    throw new RpcException({
+      type: CURRENCY_MISMATCH,
+      message: refusal.message,
+      errors: [{ field: refusal.field, message: refusal.message }],
+    });
 }

@@ -1,8 +1,8 @@
 // The authority's operator metrics: admissions by verdict and reason with Admit latency,
 // settlements, expired holds and the reconciler's resolutions, counted where the
 // BudgetAuthority answers (so HTTP and NATS callers count alike); and, read from the
-// budget projection at scrape time, holds open, exposure and committed cost by currency,
-// and ambiguities open with the age of the oldest. Labels are closed sets (verdicts,
+// budget projection at scrape time, holds open, exposure, committed cost and overruns by
+// currency, and ambiguities open with the age of the oldest. Labels are closed sets (verdicts,
 // rejection codes, outcome kinds, currencies), never ids.
 import type { JetStreamManager } from '@nats-io/jetstream';
 import {
@@ -85,6 +85,7 @@ const REASON_PATTERNS: readonly (readonly [RegExp, string])[] = [
   [/^(a requested cost is required|requested cost must not be negative)/, 'cost_required'],
   [/^max invocations reached$/, 'max_invocations_reached'],
   [/^budget exhausted$/, 'total_cost_limit_reached'],
+  [/^budget overrun: /, 'budget_overrun'],
   [/^delegated budget exhausted$/, 'capability_budget_exhausted'],
   [/^a single hold on this grant may expose/, 'hold_cap_exceeded'],
   [/requested_tokens is required$/, 'tokens_required'],
@@ -164,8 +165,16 @@ export class MeteredBudgetAuthority extends BudgetAuthority {
   }
 }
 
+interface CurrencyFigures {
+  currency: string;
+  holds: number;
+  exposure: number;
+  committed: number;
+  overrun: number;
+}
+
 interface LedgerFigures {
-  readonly byCurrency: { currency: string; holds: number; exposure: number; committed: number }[];
+  readonly byCurrency: CurrencyFigures[];
   readonly ambiguitiesOpen: number;
   readonly holdsOverdue: number;
   readonly oldestAmbiguitySequence: number | null;
@@ -179,7 +188,8 @@ async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures>
   // type, SQLite's SUM cannot overflow into an error that would fail the scrape.
   const money = await dataSource.query(
     `SELECT u.currency AS currency, SUM(CAST(u.exposed_cost_units AS DOUBLE PRECISION)) AS exposure,
-            SUM(CAST(u.committed_cost_units AS DOUBLE PRECISION)) AS committed
+            SUM(CAST(u.committed_cost_units AS DOUBLE PRECISION)) AS committed,
+            SUM(CAST(u.overrun_cost_units AS DOUBLE PRECISION)) AS overrun
        FROM ${t.usage} u JOIN ${t.capabilities} c ON c.capability_id = u.capability_id
       WHERE c.parent_id IS NULL GROUP BY u.currency`,
   );
@@ -195,17 +205,18 @@ async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures>
   const overdue = await dataSource.query(
     `SELECT COUNT(*) AS overdue FROM ${t.holds} WHERE status IN ('captured', 'admitted') AND expires_at_ms <= ${Date.now()}`,
   );
-  const byCurrency = new Map<string, { currency: string; holds: number; exposure: number; committed: number }>();
+  const byCurrency = new Map<string, CurrencyFigures>();
   const entry = (currency: unknown) => {
     const key = labelValue(typeof currency === 'string' ? currency : null, 'none');
     let e = byCurrency.get(key);
-    if (!e) byCurrency.set(key, (e = { currency: key, holds: 0, exposure: 0, committed: 0 }));
+    if (!e) byCurrency.set(key, (e = { currency: key, holds: 0, exposure: 0, committed: 0, overrun: 0 }));
     return e;
   };
   for (const row of money as Record<string, unknown>[]) {
     const e = entry(row['currency']);
     e.exposure += Number(row['exposure'] ?? 0);
     e.committed += Number(row['committed'] ?? 0);
+    e.overrun += Number(row['overrun'] ?? 0);
   }
   for (const row of holds as Record<string, unknown>[]) entry(row['currency']).holds += Number(row['holds'] ?? 0);
   const a = (ambiguities as Record<string, unknown>[])[0] ?? {};
@@ -259,6 +270,20 @@ export function registerLedgerGauges(
     'Committed cost (exposed plus realized) over root capabilities, in minor units',
     (e) => e.committed,
   );
+  // A counter read from the ledger, not counted per answer: every replica reports the same
+  // exact total (a re-sent settlement is not counted twice), and it only grows.
+  new Counter({
+    name: 'tally_budget_overrun_units_total',
+    help: 'Charges providers billed beyond their holds, booked as spend over root capabilities (ADR 0043), in minor units',
+    labelNames: ['currency'],
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (!figures) return;
+      this.reset();
+      for (const e of figures.byCurrency) this.inc({ currency: e.currency }, e.overrun);
+    },
+  });
   new Gauge({
     name: 'tally_ambiguities_open',
     help: 'Recorded ambiguities the reconciler has not resolved yet',

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 export const WEBHOOK_EVENT_TYPES = [
   'budget.threshold_crossed',
   'budget.exhausted',
+  'budget.overrun',
   'hold.expired',
   'ambiguity.recorded',
   'ambiguity.resolved',
@@ -19,6 +20,7 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const SOURCE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'BudgetThresholdCrossed',
   'BudgetExhausted',
+  'BudgetOverrun',
   'HoldReversed',
   'AmbiguityRecorded',
   'AmbiguityResolved',
@@ -105,6 +107,23 @@ function alert(event: SourceEvent, type: WebhookEventType): WebhookMessage {
   });
 }
 
+/** A provider billed beyond its hold (ADR 0043): the whole charge is booked, and the grant is shut until its limit covers it. */
+function overrun(event: SourceEvent): WebhookMessage {
+  const p = event.payload;
+  return message(event, 'budget.overrun', String(p['capability_id']), {
+    grant_index: p['grant_index'],
+    hold_id: p['hold_id'],
+    overrun_units: p['hold_overrun_units'],
+    realized_units: p['realized_units'],
+    hold_units: p['exposure_units'],
+    currency: p['currency'],
+    committed_units: p['committed_units'],
+    limit_units: p['limit_units'],
+    period_start: iso(p['period_start_ms']),
+    period_end: iso(p['period_end_ms']),
+  });
+}
+
 function ofHold(event: SourceEvent, type: WebhookEventType, holdId: string, extra: Record<string, unknown>) {
   const grant = grantOfHold(holdId);
   if (!grant) return undefined;
@@ -119,6 +138,8 @@ export function webhookOf(event: SourceEvent): WebhookMessage | undefined {
       return alert(event, 'budget.threshold_crossed');
     case 'BudgetExhausted':
       return alert(event, 'budget.exhausted');
+    case 'BudgetOverrun':
+      return overrun(event);
     case 'HoldReversed':
       return p['cause'] === 'expired' ? ofHold(event, 'hold.expired', String(p['hold_id']), {}) : undefined;
     case 'AmbiguityRecorded':

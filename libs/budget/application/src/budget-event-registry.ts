@@ -25,6 +25,7 @@ const PAYLOADS: Readonly<Record<BudgetEventType, Constructor<object>>> = {
   HoldIncreased: Dto.HoldIncreasedDto,
   BudgetThresholdCrossed: Dto.BudgetThresholdCrossedDto,
   BudgetExhausted: Dto.BudgetExhaustedDto,
+  BudgetOverrun: Dto.BudgetOverrunDto,
 };
 
 export const BUDGET_EVENT_SCHEMA_VERSION = 1;

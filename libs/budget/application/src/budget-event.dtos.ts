@@ -143,6 +143,22 @@ export class BudgetThresholdCrossedDto extends BudgetExhaustedDto {
   @IsInt() @Min(1) percent!: number;
 }
 
+/** A provider billed beyond its hold (ADR 0043); the figures are of the hold's own grant. */
+export class BudgetOverrunDto {
+  @IsString() @Id() capability_id!: string;
+  @IsInt() @Min(0) grant_index!: number;
+  @IsString() @Id() hold_id!: string;
+  @IsMoney() realized_units!: number | string;
+  @IsMoney() exposure_units!: number | string;
+  @IsMoney() hold_overrun_units!: number | string;
+  @IsOptional() @IsString() @Length(1, 16) currency?: string;
+  @IsMoney() committed_units!: number | string;
+  @IsOptional() @IsMoney() limit_units?: number | string;
+  @IsOptional() @IsInt() @Ms() period_start_ms?: number;
+  @IsOptional() @IsInt() @Ms() period_end_ms?: number;
+  @IsInt() @Ms() at_ms!: number;
+}
+
 export class InvocationCapturedDto {
   @IsIn(['capture_invocation', 'increment_invocation']) kind!: string;
   @IsString() @Id() hold_id!: string;
@@ -178,6 +194,8 @@ export class SpendSettledDto {
   @IsMoney() actual_units!: number | string;
   @IsMoney() realized_units!: number | string;
   @IsMoney() overrun_units!: number | string;
+  /** Absent on events from before ADR 0043. */
+  @IsOptional() @IsMoney() hold_overrun_units?: number | string;
   @IsInt() @Ms() at_ms!: number;
   @IsOptional() @IsInt() @Min(0) @CountMax() tokens_used?: number;
 }

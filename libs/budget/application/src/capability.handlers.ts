@@ -158,6 +158,8 @@ export interface GrantUsage {
   readonly exposed_cost_units: bigint;
   readonly realized_cost_units: bigint;
   readonly committed_cost_units: bigint;
+  /** What providers billed beyond their holds, booked as spend (ADR 0043). */
+  readonly overrun_cost_units: bigint;
   readonly currency: string | null;
 }
 

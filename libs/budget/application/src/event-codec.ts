@@ -12,6 +12,7 @@ export const MONEY_FIELDS: ReadonlySet<string> = new Set([
   'actual_units',
   'realized_units',
   'overrun_units',
+  'hold_overrun_units',
   'budget_units',
   'max_cost_per_invocation',
   'max_total_cost_units',

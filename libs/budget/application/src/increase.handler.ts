@@ -9,11 +9,14 @@ import { mayActOnHold, type HoldAuthorization } from './hold-authorization.js';
 import { answeredCommand, signedReceipt, type SignedReceipt } from './receipts.js';
 import { writeReceipt, type ReceiptFields } from './receipt-writer.js';
 import { capabilityOfHold, HOLD_UNKNOWN } from './settle.handler.js';
+import { CURRENCY_MISMATCH, currencyRefusalFor } from './currency-refusal.js';
 
 export interface IncreaseCommand {
   readonly command_id: string;
   readonly hold_id: string;
   readonly amount_units: bigint;
+  /** The currency the caller counts the increase in: refused when it is not the hold's (ADR 0043). */
+  readonly currency?: string;
   /** More worst-case tokens for the call (tokens_per_minute). */
   readonly tokens?: number;
   /** Who asks (http-api.md, Credentials); without one that covers the hold, it is unknown to the caller. */
@@ -43,6 +46,7 @@ export async function increaseHold(ctx: AuthorityContext, cmd: IncreaseCommand):
   const tree = hold ? rootId : UNVERIFIED_TREE;
   const answered = answeredCommand(hold ? state : await ctx.trees.read(UNVERIFIED_TREE), cmd.command_id);
   if (answered) return resultOf(cmd.hold_id, signedReceipt(answered), hold);
+  const refusal = hold && currencyRefusalFor(hold, cmd.currency, 'currency');
   const fields = (verdict: 'allow' | 'deny', reason: string): ReceiptFields => ({
     kind: 'increase',
     verdict,
@@ -59,18 +63,21 @@ export async function increaseHold(ctx: AuthorityContext, cmd: IncreaseCommand):
         hold_id: cmd.hold_id,
         increase: {
           amount_units: moneyToWire(cmd.amount_units),
+          ...(cmd.currency === undefined ? {} : { currency: cmd.currency }),
           ...(cmd.tokens === undefined ? {} : { tokens: cmd.tokens }),
           ordinal: (hold?.increases ?? 0) + 1,
         },
+        ...(refusal ? { [CURRENCY_MISMATCH]: refusal.section } : {}),
       },
       financial: {},
     },
   });
-  if (!hold) {
-    const written = await writeReceipt(ctx, tree, cmd.command_id, fields('deny', HOLD_UNKNOWN), []);
+  // An unknown hold, or another currency than the hold's (ADR 0043): a deny receipt, nothing else.
+  if (!hold || refusal) {
+    const written = await writeReceipt(ctx, tree, cmd.command_id, fields('deny', refusal?.reason ?? HOLD_UNKNOWN), []);
     if (written.kind === 'rejected')
       throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
-    return resultOf(cmd.hold_id, written.receipt, undefined);
+    return resultOf(cmd.hold_id, written.receipt, hold);
   }
   const facts = [
     {
@@ -78,6 +85,7 @@ export async function increaseHold(ctx: AuthorityContext, cmd: IncreaseCommand):
       hold_id: cmd.hold_id,
       command_id: cmd.command_id,
       amount_units: cmd.amount_units,
+      ...(cmd.currency === undefined ? {} : { currency: cmd.currency }),
       ...(cmd.tokens === undefined ? {} : { tokens: cmd.tokens }),
       increases_max: ctx.limits.holdIncreasesMax ?? HOLD_INCREASES_MAX_DEFAULT,
       now_ms: ctx.clock.nowMs(),

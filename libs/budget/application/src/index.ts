@@ -18,3 +18,4 @@ export * from './reconcile.handler.js';
 export * from './increase.handler.js';
 export * from './hold-authorization.js';
 export * from './usage-periods.js';
+export * from './currency-refusal.js';

@@ -2,15 +2,9 @@
 // failed_after_dispatch keeps everything (B5); elicitation_required and not_dispatched
 // release the payment and, only once the rail confirms it, the budget (B6, B9).
 import { moneyToWire } from '@tally/contracts';
-import {
-  minBig,
-  spendFor,
-  type BudgetCommand,
-  type Hold,
-  type SettleOutcome,
-  type TreeState,
-} from '@tally/budget-domain';
+import { minBig, spendFor, type BudgetCommand, type Hold, type SettleOutcome } from '@tally/budget-domain';
 import { rootOfCapability, UNVERIFIED_TREE, type AuthorityContext } from './authority-context.js';
+import { CURRENCY_MISMATCH, currencyRefusalFor } from './currency-refusal.js';
 import { mayActOnHold, type HoldAuthorization } from './hold-authorization.js';
 import type { PaymentResult } from './ports.js';
 import { answeredCommand, signedReceipt, type ReceiptMetadata, type SignedReceipt } from './receipts.js';
@@ -45,11 +39,7 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
   const answered = answeredCommand(state, cmd.command_id);
   if (answered) return { receipt: signedReceipt(answered) };
   const meta: ReceiptMetadata = { budget_authority: { hold_id: cmd.hold_id }, financial: {} };
-  const problem = !hold.admitted
-    ? 'hold was never admitted for dispatch'
-    : hold.status !== 'captured'
-      ? `hold is already ${hold.status}`
-      : undefined;
+  const problem = refusalOf(hold, cmd.outcome, meta);
   if (problem)
     return finish(ctx, rootId, cmd, hold, {
       verdict: 'deny',
@@ -58,11 +48,24 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
       meta,
       facts: [],
     });
-  const plan = await planSettlement(ctx, state, hold, cmd.outcome, meta);
+  const plan = await planSettlement(ctx, hold, cmd.outcome, meta);
   if (cmd.tokens_used !== undefined)
     plan.facts = plan.facts.map((f) => (f.type === 'SettleHold' ? { ...f, tokens_used: cmd.tokens_used } : f));
   plan.facts.push(...(await releaseLease(ctx, hold, meta)));
   return finish(ctx, rootId, cmd, hold, { ...plan, meta });
+}
+
+/**
+ * Why the hold cannot be settled as asked: it is not open, or the outcome is in another
+ * currency than the hold's, refused before the rail is called (ADR 0043).
+ */
+function refusalOf(hold: Hold, outcome: SettleOutcome, meta: ReceiptMetadata): string | undefined {
+  if (!hold.admitted) return 'hold was never admitted for dispatch';
+  if (hold.status !== 'captured') return `hold is already ${hold.status}`;
+  const currency = outcome.kind === 'completed' && currencyRefusalFor(hold, outcome.currency, 'outcome.currency');
+  if (!currency) return undefined;
+  meta.budget_authority[CURRENCY_MISMATCH] = currency.section;
+  return currency.reason;
 }
 
 /**
@@ -95,7 +98,6 @@ interface Plan {
 
 async function planSettlement(
   ctx: AuthorityContext,
-  state: TreeState,
   hold: Hold,
   outcome: SettleOutcome,
   meta: ReceiptMetadata,
@@ -103,7 +105,7 @@ async function planSettlement(
   const now = ctx.clock.nowMs();
   switch (outcome.kind) {
     case 'completed':
-      return settleCompleted(ctx, state, hold, outcome.cost_units, meta);
+      return settleCompleted(ctx, hold, outcome, meta);
     case 'failed_after_dispatch':
       meta.budget_authority.terminal = { kind: 'retained', failure: outcome.failure };
       return {
@@ -132,18 +134,19 @@ async function planSettlement(
 
 async function settleCompleted(
   ctx: AuthorityContext,
-  state: TreeState,
   hold: Hold,
-  cost: bigint,
+  outcome: Extract<SettleOutcome, { kind: 'completed' }>,
   meta: ReceiptMetadata,
 ): Promise<Plan> {
   const now = ctx.clock.nowMs();
-  const spend = spendFor(state, hold, cost);
+  // The figures the decider books (ADR 0043): the whole charge, and the part beyond the hold.
+  const spend = spendFor(hold, outcome.cost_units);
   meta.budget_authority.terminal = {
     kind: spend.kind,
     realized_units: moneyToWire(spend.realized_units),
-    overrun_units: moneyToWire(spend.overrun_units),
+    overrun_units: moneyToWire(spend.hold_overrun_units),
   };
+  if (spend.hold_overrun_units > 0n) meta.budget_authority.overrun_units = moneyToWire(spend.hold_overrun_units);
   const facts: BudgetCommand[] = [];
   let settlement = 'completed';
   const payment = hold.payment;
@@ -185,12 +188,7 @@ async function settleCompleted(
       payment_capture_status: 'prepaid',
     };
   }
-  facts.push({
-    type: 'SettleHold',
-    hold_id: hold.hold_id,
-    outcome: { kind: 'completed', cost_units: cost },
-    now_ms: now,
-  });
+  facts.push({ type: 'SettleHold', hold_id: hold.hold_id, outcome, now_ms: now });
   return { verdict: 'allow', reason: 'completed', settlement, facts };
 }
 

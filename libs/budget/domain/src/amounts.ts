@@ -83,4 +83,5 @@ export function assertUsageAmounts(usage: Usage, where: string): void {
   assertAmount(usage.exposed_cost_units, `exposed cost of ${where}`);
   assertAmount(usage.realized_cost_units, `realized cost of ${where}`);
   assertAmount(committedOf(usage), `committed cost of ${where}`);
+  assertAmount(usage.overrun_cost_units, `overrun of ${where}`);
 }

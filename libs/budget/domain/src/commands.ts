@@ -57,6 +57,8 @@ export interface IncreaseHold {
   readonly hold_id: string;
   readonly command_id?: string;
   readonly amount_units: bigint;
+  /** The currency the caller counts the increase in; refused when it is not the hold's (ADR 0043). */
+  readonly currency?: string;
   readonly tokens?: number;
   readonly increases_max: number;
   readonly now_ms: number;

@@ -113,7 +113,16 @@ export function exposureFor(grant: Grant, requested: bigint | undefined): bigint
   return { code: 'cost_required', message: 'a requested cost is required for this grant' };
 }
 
-/** Every grant of the chain and every capability on it must have room for one more invocation and the exposure. */
+/**
+ * The refusal of a grant or budget whose booked spend is past its limit (ADR 0043): a
+ * provider billed beyond its hold, and nothing is admitted until the limit covers the spend.
+ */
+export const BUDGET_OVERRUN = 'budget overrun: spend is past the limit';
+
+/**
+ * Every grant of the chain and every capability on it must have room for one more invocation
+ * and the exposure. Room below zero (an overrun booked past the limit) refuses every admission.
+ */
 export function checkLimits(
   state: TreeState,
   chain: readonly GrantRef[],
@@ -132,13 +141,17 @@ export function checkLimits(
         code: 'requested_cost_exceeds_max_per_invocation',
         message: 'requested cost exceeds max_cost_per_invocation',
       };
-    if (grant.max_total_cost_units !== undefined && committedOf(usage) + exposure > grant.max_total_cost_units)
-      return { code: 'total_cost_limit_reached', message: 'budget exhausted' };
-    if (
-      capability.budget_units !== undefined &&
-      spendOf(state, capability.id).committed_units + exposure > capability.budget_units
-    ) {
-      return { code: 'capability_budget_exhausted', message: 'delegated budget exhausted' };
+    if (grant.max_total_cost_units !== undefined) {
+      const committed = committedOf(usage);
+      if (committed > grant.max_total_cost_units) return { code: 'budget_overrun', message: BUDGET_OVERRUN };
+      if (committed + exposure > grant.max_total_cost_units)
+        return { code: 'total_cost_limit_reached', message: 'budget exhausted' };
+    }
+    if (capability.budget_units !== undefined) {
+      const committed = spendOf(state, capability.id).committed_units;
+      if (committed > capability.budget_units) return { code: 'budget_overrun', message: BUDGET_OVERRUN };
+      if (committed + exposure > capability.budget_units)
+        return { code: 'capability_budget_exhausted', message: 'delegated budget exhausted' };
     }
   }
   return undefined;

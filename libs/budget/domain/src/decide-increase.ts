@@ -4,7 +4,8 @@
 import type { IncreaseHold } from './commands.js';
 import { countedTokens, roomOf } from './decide-policy.js';
 import { accept, reject, type Decision } from './decision.js';
-import { verifyCapability } from './decide-hold.js';
+import { BUDGET_OVERRUN, verifyCapability } from './decide-hold.js';
+import { currencyMismatch } from './model.js';
 import { viewAt, windowTime, EMPTY_WINDOW } from './rate-window.js';
 import { usageKey, type TreeState } from './state.js';
 
@@ -23,6 +24,8 @@ export function decideIncrease(command: IncreaseHold, state: TreeState): Decisio
   if (done >= command.increases_max)
     return reject('increase_limit_reached', `hold ${hold.hold_id} was already increased ${done} times`);
   if (command.amount_units <= 0n) return reject('cost_required', 'an increase must be more than 0 units');
+  const mismatch = currencyMismatch(hold, command.currency);
+  if (mismatch) return reject('currency_mismatch', mismatch);
   const exposure = hold.exposure_units + command.amount_units;
   for (const ref of hold.chain) {
     const grant = state.capabilities.get(ref.capability_id)!.grants[ref.grant_index]!;
@@ -30,6 +33,8 @@ export function decideIncrease(command: IncreaseHold, state: TreeState): Decisio
       return reject('requested_cost_exceeds_max_per_invocation', 'the increased hold exceeds max_cost_per_invocation');
   }
   const room = roomOf(state, hold.chain, hold.periods, hold);
+  // Less room than the hold already takes: an overrun booked past a limit (ADR 0043) holds the grant shut.
+  if (room !== undefined && room < hold.exposure_units) return reject('budget_overrun', BUDGET_OVERRUN);
   if (room !== undefined && exposure > room)
     return reject('total_cost_limit_reached', `the increased hold needs ${exposure}; at most ${room} fits`);
   const tokens = command.tokens ?? 0;

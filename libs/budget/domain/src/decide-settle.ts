@@ -1,6 +1,6 @@
 // Admission, settlement and the records around them: payment steps, leases, nonces,
 // ambiguities and receipts. Each is a fact the application learned from a port.
-import { assert, minBig, maxBig } from './assert.js';
+import { assert, maxBig } from './assert.js';
 import type {
   AdmitInvocation,
   ConsumeNonce,
@@ -13,10 +13,11 @@ import type {
   SettleHold,
 } from './commands.js';
 import { accept, reject, type Decision } from './decision.js';
+import type { BudgetEvent } from './events.js';
 import { EventIds, ambiguityId } from './ids.js';
-import { committedOf, type Hold } from './model.js';
+import { committedOf, currencyMismatch, type Hold } from './model.js';
 import { chainIndexOf, receiptChainKey, receiptChainOf } from './receipt-chain.js';
-import { limitedUsageOf, spendOf, type TreeState } from './state.js';
+import { limitedUsageOf, type TreeState } from './state.js';
 
 const TERMINAL = new Set(['settled', 'retained', 'released', 'cancelled', 'reversed']);
 
@@ -87,48 +88,67 @@ export function decideSettle(command: SettleHold, state: TreeState): Decision {
       data: { kind: 'release_exposure', hold_id: hold.hold_id, at_ms: command.now_ms },
     });
   }
-  return accept({
+  const mismatch = currencyMismatch(hold, outcome.currency);
+  if (mismatch) return reject('currency_mismatch', mismatch);
+  const spend = spendFor(hold, outcome.cost_units);
+  const settled: BudgetEvent = {
     type: 'SpendSettled',
     event_id: EventIds.settle(hold.hold_id),
     data: {
-      ...spendFor(state, hold, outcome.cost_units),
+      ...spend,
       hold_id: hold.hold_id,
       at_ms: command.now_ms,
       ...(command.tokens_used === undefined ? {} : { tokens_used: command.tokens_used }),
     },
-  });
+  };
+  if (spend.hold_overrun_units === 0n) return accept(settled);
+  return accept(settled, overrunEvent(state, hold, spend.realized_units, command.now_ms));
 }
 
 /**
  * B4: a reversible hold records reconcile = min(actual, exposed); a prepaid-final payment or
- * an overrun records the full charge. The recorded spend never breaks a limit (B19): what
- * does not fit is kept as overrun_units for audit instead of being booked.
+ * an overrun records the full charge. B19 (ADR 0043): the ledger never says less was spent
+ * than the provider billed, so the whole charge is booked even when it passes a limit; the
+ * part beyond the hold is the overrun, and the grant refuses admissions until its limit
+ * covers the spend. `overrun_units` (what the limits did not book) stays 0 since.
  */
-export function spendFor(state: TreeState, hold: Hold, actual: bigint) {
+export function spendFor(hold: Hold, actual: bigint) {
   const exposure = hold.exposure_units;
   const prepaid = hold.payment.mode === 'prepaid_final';
   const charge = prepaid ? maxBig(actual, exposure) : actual;
-  const room = headroom(state, hold);
-  const realized = room === undefined ? charge : minBig(charge, room);
   const kind: 'capture_spend' | 'reconcile_spend' = prepaid || actual > exposure ? 'capture_spend' : 'reconcile_spend';
-  return { kind, actual_units: actual, realized_units: realized, overrun_units: charge - realized };
+  return {
+    kind,
+    actual_units: actual,
+    realized_units: charge,
+    overrun_units: 0n,
+    hold_overrun_units: maxBig(0n, charge - exposure),
+  };
 }
 
-/** The most this hold may realize: its exposure plus the free room on every limit of its chain. */
-function headroom(state: TreeState, hold: Hold): bigint | undefined {
-  let room: bigint | undefined;
-  const take = (value: bigint) => (room = room === undefined ? value : minBig(room, value));
-  for (const [index, ref] of hold.chain.entries()) {
-    const capability = state.capabilities.get(ref.capability_id)!;
-    const grant = capability.grants[ref.grant_index]!;
-    // Spend lands in the period the hold was authorized in, whenever it settles.
-    const usage = limitedUsageOf(state, ref, hold.periods?.[index]?.start_ms);
-    if (grant.max_total_cost_units !== undefined)
-      take(grant.max_total_cost_units - committedOf(usage) + hold.exposure_units);
-    if (capability.budget_units !== undefined)
-      take(capability.budget_units - spendOf(state, capability.id).committed_units + hold.exposure_units);
-  }
-  return room;
+/** The alert of an overrun, with the figures of the hold's own grant once the charge is booked. */
+function overrunEvent(state: TreeState, hold: Hold, charge: bigint, atMs: number): BudgetEvent {
+  const own = hold.chain[0]!;
+  const grant = state.capabilities.get(own.capability_id)!.grants[own.grant_index]!;
+  const period = hold.periods?.[0] ?? null;
+  const before = committedOf(limitedUsageOf(state, own, period?.start_ms));
+  return {
+    type: 'BudgetOverrun',
+    event_id: EventIds.overrun(hold.hold_id),
+    data: {
+      capability_id: own.capability_id,
+      grant_index: own.grant_index,
+      hold_id: hold.hold_id,
+      realized_units: charge,
+      exposure_units: hold.exposure_units,
+      hold_overrun_units: charge - hold.exposure_units,
+      ...(hold.currency === undefined ? {} : { currency: hold.currency }),
+      committed_units: before - hold.exposure_units + charge,
+      ...(grant.max_total_cost_units === undefined ? {} : { limit_units: grant.max_total_cost_units }),
+      ...(period === null ? {} : { period_start_ms: period.start_ms, period_end_ms: period.end_ms }),
+      at_ms: atMs,
+    },
+  };
 }
 
 export function decidePaymentStep(command: RecordPaymentStep, state: TreeState): Decision {

@@ -20,6 +20,7 @@ export type RejectionCode =
   | 'requested_cost_exceeds_max_per_invocation'
   | 'max_invocations_reached'
   | 'total_cost_limit_reached'
+  | 'budget_overrun'
   | 'capability_budget_exhausted'
   | 'already_dispatched'
   | 'request_replayed'
@@ -41,7 +42,8 @@ export type RejectionCode =
   | 'increase_limit_reached'
   | 'hold_not_open'
   /** A sum the command would book (usage, spend, exposure, siblings' shares) would pass 2^63-1 (ADR 0044). */
-  | 'amount_out_of_range';
+  | 'amount_out_of_range'
+  | 'currency_mismatch';
 
 export interface Rejection {
   readonly code: RejectionCode;

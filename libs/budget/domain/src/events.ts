@@ -96,6 +96,30 @@ export interface BudgetThresholdCrossedData {
 /** A grant's committed cost reached its limit in a period. */
 export type BudgetExhaustedData = Omit<BudgetThresholdCrossedData, 'percent'>;
 
+/**
+ * A provider billed more than its hold (ADR 0043): the settlement in the same commit booked the
+ * whole charge, and the hold's grant refuses admissions until its limit covers the spend.
+ * Figures are of the hold's own grant, in the period the hold counts in.
+ */
+export interface BudgetOverrunData {
+  readonly capability_id: string;
+  readonly grant_index: number;
+  readonly hold_id: string;
+  /** The charge booked (the settlement's realized_units). */
+  readonly realized_units: bigint;
+  /** What the hold covered. */
+  readonly exposure_units: bigint;
+  /** realized_units − exposure_units. */
+  readonly hold_overrun_units: bigint;
+  readonly currency?: string;
+  /** The grant's committed cost after the settlement. */
+  readonly committed_units: bigint;
+  readonly limit_units?: bigint;
+  readonly period_start_ms?: number;
+  readonly period_end_ms?: number;
+  readonly at_ms: number;
+}
+
 export interface InvocationCapturedData {
   readonly kind: Extract<MutationKind, 'capture_invocation' | 'increment_invocation'>;
   readonly hold_id: string;
@@ -134,9 +158,21 @@ export interface SpendSettledData {
   readonly kind: Extract<MutationKind, 'reconcile_spend' | 'capture_spend'>;
   readonly hold_id: string;
   readonly actual_units: bigint;
+  /**
+   * The spend booked: the whole charge (ADR 0043). Events from before ADR 0043 (those without
+   * hold_overrun_units) booked min(charge, the room the limits had left), and replay as such.
+   */
   readonly realized_units: bigint;
-  /** Reported cost beyond what the limits allowed to be recorded: kept for audit. */
+  /**
+   * The charge the limits did not book. Only events from before ADR 0043 have more than 0;
+   * since then the whole charge is booked and this is always 0.
+   */
   readonly overrun_units: bigint;
+  /**
+   * The charge beyond the hold's exposure, booked in full (ADR 0043): the overrun usage shows.
+   * Absent on events from before ADR 0043, which count no overrun.
+   */
+  readonly hold_overrun_units?: bigint;
   readonly at_ms: number;
   /** Tokens the call used: corrects the hold's tokens_per_minute share. */
   readonly tokens_used?: number;
@@ -259,7 +295,8 @@ export type BudgetEvent =
   | Ev<'ReceiptRecorded', ReceiptRecordedData>
   | Ev<'HoldIncreased', HoldIncreasedData>
   | Ev<'BudgetThresholdCrossed', BudgetThresholdCrossedData>
-  | Ev<'BudgetExhausted', BudgetExhaustedData>;
+  | Ev<'BudgetExhausted', BudgetExhaustedData>
+  | Ev<'BudgetOverrun', BudgetOverrunData>;
 
 export type BudgetEventType = BudgetEvent['type'];
 
@@ -285,6 +322,7 @@ export const BUDGET_EVENT_TYPES: readonly BudgetEventType[] = [
   'HoldIncreased',
   'BudgetThresholdCrossed',
   'BudgetExhausted',
+  'BudgetOverrun',
 ];
 
 /**

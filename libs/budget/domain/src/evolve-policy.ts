@@ -94,7 +94,7 @@ function assertWindow(
 export function addPeriodUsage(
   state: TreeState,
   hold: Hold,
-  delta: { inv: number; exp: bigint; real: bigint },
+  delta: { inv: number; exp: bigint; real: bigint; over?: bigint },
 ): TreeState['period_usage'] {
   let periodUsage = state.period_usage;
   if (hold.periods === undefined) return periodUsage;
@@ -107,6 +107,7 @@ export function addPeriodUsage(
       invocation_count: before.invocation_count + delta.inv,
       exposed_cost_units: before.exposed_cost_units + delta.exp,
       realized_cost_units: before.realized_cost_units + delta.real,
+      overrun_cost_units: before.overrun_cost_units + (delta.over ?? 0n),
     });
   }
   return periodUsage;

@@ -83,7 +83,13 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         { ...hold, status: 'settled', realized_units: event.data.realized_units },
         event.data.tokens_used,
       );
-      const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units };
+      // Events from before ADR 0043 carry no hold_overrun_units: they booked within the limits and count no overrun.
+      const over = event.data.hold_overrun_units ?? 0n;
+      assert(
+        over === 0n || event.data.realized_units === hold.exposure_units + over,
+        `overrun of ${hold.hold_id} does not add up`,
+      );
+      const delta = { inv: 0, exp: -hold.exposure_units, real: event.data.realized_units, over };
       return mutate(closed.state, closed.hold, {
         kind: event.data.kind,
         eventId: event.event_id,
@@ -178,6 +184,9 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         real: 0n,
       });
     }
+    case 'BudgetOverrun':
+      // A notice of the settlement in its commit: the overrun itself is counted by SpendSettled.
+      return state;
     case 'BudgetThresholdCrossed':
     case 'BudgetExhausted':
       // The event id is `alert:{key}`: the key says which threshold of which period fired.
@@ -275,11 +284,14 @@ interface Mutation {
   readonly inv: number;
   readonly exp: bigint;
   readonly real: bigint;
+  /** The part of `real` a provider billed beyond the hold (ADR 0043). */
+  readonly over?: bigint;
 }
 
 /** Applies usage deltas to the hold's grant and every ancestor grant, with paired assertions. */
 function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
   assertChainWithinLimits(state, hold.chain, hold.periods);
+  const over = m.over ?? 0n;
   const usage = new Map(state.usage);
   for (const ref of hold.chain) {
     const key = usageKey(ref);
@@ -288,6 +300,7 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
       invocation_count: before.invocation_count + m.inv,
       exposed_cost_units: before.exposed_cost_units + m.exp,
       realized_cost_units: before.realized_cost_units + m.real,
+      overrun_cost_units: before.overrun_cost_units + over,
     };
     assertUsageAmounts(after, key);
     usage.set(key, after);
@@ -297,7 +310,13 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
     const before = spendOf(state, capabilityId);
     const committed = before.committed_units + m.exp + m.real;
     assertAmount(committed, `committed spend of ${capabilityId}`);
-    spend.set(capabilityId, { invocation_count: before.invocation_count + m.inv, committed_units: committed });
+    const overrun = before.overrun_units + over;
+    assertAmount(overrun, `overrun of ${capabilityId}`);
+    spend.set(capabilityId, {
+      invocation_count: before.invocation_count + m.inv,
+      committed_units: committed,
+      overrun_units: overrun,
+    });
   }
   const own = hold.chain[0]!;
   const record = {
@@ -319,7 +338,8 @@ function mutate(state: TreeState, hold: Hold, m: Mutation): TreeState {
   ]);
   const period_usage = addPeriodUsage(state, hold, m);
   const next = { ...withHold(state, hold), usage, spend, mutations, period_usage };
-  assertChainWithinLimits(next, hold.chain, hold.periods);
+  // A new hold or a raised one must fit under every limit; only a settled overrun may pass one.
+  assertChainWithinLimits(next, hold.chain, hold.periods, m.inv > 0 || m.exp > 0n);
   return next;
 }
 

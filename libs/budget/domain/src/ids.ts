@@ -24,6 +24,8 @@ export const EventIds = {
     `${hold}:cancel-captured-before-dispatch:${captureCommitIndex}`,
   releaseExposure: (hold: string) => `${hold}:release-exposure`,
   settle: (hold: string) => `${hold}:settle`,
+  /** A hold settles once, so it overruns at most once. */
+  overrun: (hold: string) => `${hold}:overrun`,
   retain: (hold: string) => `${hold}:retain`,
   admitted: (hold: string) => `${hold}:admitted`,
   leaseReserved: (hold: string, leaseId: string) => `${hold}:lease:${leaseId}:reserved`,

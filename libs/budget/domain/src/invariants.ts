@@ -17,14 +17,17 @@ export function capabilityCapacity(capability: Capability): bigint | undefined {
 }
 
 /**
- * committed ≤ limit and invocations ≤ max on every grant of the chain (in the given period,
- * for a grant with a reset: its lifetime usage may sum many periods), and every capability
- * within its budget.
+ * B19 (ADR 0043) on every grant of the chain (in the given period, for a grant with a reset:
+ * its lifetime usage may sum many periods) and every capability on it: invocations ≤ max, and
+ * committed ≤ limit + the overruns settled on it. A settlement books the whole charge, so only
+ * what providers billed beyond their holds may take committed past a limit. With `adds` (the
+ * change took a hold or raised one) committed ≤ limit itself: nothing new is admitted past it.
  */
 export function assertChainWithinLimits(
   state: TreeState,
   chain: readonly GrantRef[],
   periods?: readonly (Period | null)[],
+  adds = false,
 ): void {
   for (const [index, ref] of chain.entries()) {
     const capability = state.capabilities.get(ref.capability_id);
@@ -32,18 +35,11 @@ export function assertChainWithinLimits(
     const grant = capability.grants[ref.grant_index];
     assert(grant !== undefined, `usage for unknown grant ${ref.capability_id}#${ref.grant_index}`);
     const period = periods?.[index];
-    if (grant.reset !== undefined) {
-      if (period)
-        assertUsageWithin(
-          periodUsageOf(state, ref, period.start_ms),
-          grant,
-          `${ref.capability_id}#${ref.grant_index}@${period.start_ms}`,
-        );
-      assertCapabilityWithinBudget(state, capability);
-      continue;
-    }
-    assertUsageWithin(usageOf(state, ref), grant, `${ref.capability_id}#${ref.grant_index}`);
-    assertCapabilityWithinBudget(state, capability);
+    const where = `${ref.capability_id}#${ref.grant_index}`;
+    if (grant.reset === undefined) assertUsageWithin(usageOf(state, ref), grant, where, adds);
+    else if (period)
+      assertUsageWithin(periodUsageOf(state, ref, period.start_ms), grant, `${where}@${period.start_ms}`, adds);
+    assertCapabilityWithinBudget(state, capability, adds);
   }
 }
 
@@ -51,30 +47,47 @@ function assertUsageWithin(
   usage: Usage,
   grant: { max_invocations?: number; max_total_cost_units?: bigint },
   where: string,
+  adds = false,
 ): void {
   assert(
-    usage.invocation_count >= 0 && usage.exposed_cost_units >= 0n && usage.realized_cost_units >= 0n,
+    usage.invocation_count >= 0 &&
+      usage.exposed_cost_units >= 0n &&
+      usage.realized_cost_units >= 0n &&
+      usage.overrun_cost_units >= 0n,
     `negative usage on ${where}`,
   );
+  assert(usage.overrun_cost_units <= usage.realized_cost_units, `overrun beyond the realized spend on ${where}`);
   if (grant.max_invocations !== undefined)
     assert(
       usage.invocation_count <= grant.max_invocations,
       `invocations ${usage.invocation_count} exceed max ${grant.max_invocations} on ${where}`,
     );
-  if (grant.max_total_cost_units !== undefined)
-    assert(
-      committedOf(usage) <= grant.max_total_cost_units,
-      `committed ${committedOf(usage)} exceeds limit ${grant.max_total_cost_units} on ${where}`,
-    );
+  if (grant.max_total_cost_units === undefined) return;
+  const committed = committedOf(usage);
+  assert(
+    committed <= grant.max_total_cost_units + usage.overrun_cost_units,
+    `committed ${committed} exceeds limit ${grant.max_total_cost_units} plus overruns ${usage.overrun_cost_units} on ${where}`,
+  );
+  assert(
+    !adds || committed <= grant.max_total_cost_units,
+    `a hold took committed ${committed} past limit ${grant.max_total_cost_units} on ${where}`,
+  );
 }
 
-export function assertCapabilityWithinBudget(state: TreeState, capability: Capability): void {
+export function assertCapabilityWithinBudget(state: TreeState, capability: Capability, adds = false): void {
   const spend = spendOf(state, capability.id);
-  assert(spend.committed_units >= 0n && spend.invocation_count >= 0, `negative spend on ${capability.id}`);
+  assert(
+    spend.committed_units >= 0n && spend.invocation_count >= 0 && spend.overrun_units >= 0n,
+    `negative spend on ${capability.id}`,
+  );
   if (capability.budget_units !== undefined) {
     assert(
-      spend.committed_units <= capability.budget_units,
-      `capability ${capability.id} committed ${spend.committed_units} beyond its budget ${capability.budget_units}`,
+      spend.committed_units <= capability.budget_units + spend.overrun_units,
+      `capability ${capability.id} committed ${spend.committed_units} beyond its budget ${capability.budget_units} plus overruns ${spend.overrun_units}`,
+    );
+    assert(
+      !adds || spend.committed_units <= capability.budget_units,
+      `a hold took capability ${capability.id} to ${spend.committed_units}, past its budget ${capability.budget_units}`,
     );
   }
   let childrenCommitted = 0n;

@@ -69,12 +69,32 @@ export interface Usage {
   readonly invocation_count: number;
   readonly exposed_cost_units: bigint;
   readonly realized_cost_units: bigint;
+  /**
+   * What providers billed beyond their holds, booked as realized spend (ADR 0043): committed
+   * may pass the grant's limit by this much, and by nothing else.
+   */
+  readonly overrun_cost_units: bigint;
 }
 
-export const ZERO_USAGE: Usage = { invocation_count: 0, exposed_cost_units: 0n, realized_cost_units: 0n };
+export const ZERO_USAGE: Usage = {
+  invocation_count: 0,
+  exposed_cost_units: 0n,
+  realized_cost_units: 0n,
+  overrun_cost_units: 0n,
+};
 
 export function committedOf(usage: Usage): bigint {
   return usage.exposed_cost_units + usage.realized_cost_units;
+}
+
+/**
+ * Why a settlement or an increase in `currency` may not touch this hold, or undefined when it
+ * may (ADR 0043): a hold counts in its grant's currency only. A hold whose grant names no
+ * currency, or a call that names none, has nothing to compare.
+ */
+export function currencyMismatch(hold: Pick<Hold, 'currency'>, currency: string | undefined): string | undefined {
+  if (currency === undefined || hold.currency === undefined || currency === hold.currency) return undefined;
+  return `currency ${currency} differs from the hold's ${hold.currency}`;
 }
 
 /** What an execution nonce and a hold are bound to. */

@@ -20,6 +20,8 @@ import type { RateWindow } from './rate-window.js';
 export interface CapabilitySpend {
   readonly invocation_count: number;
   readonly committed_units: bigint;
+  /** Charges beyond their holds booked on the capability's chains (ADR 0043): how far committed may pass its budget. */
+  readonly overrun_units: bigint;
 }
 
 export interface TreeState {
@@ -101,7 +103,7 @@ export function usageOf(state: TreeState, ref: GrantRef): Usage {
 }
 
 export function spendOf(state: TreeState, capabilityId: string): CapabilitySpend {
-  return state.spend.get(capabilityId) ?? { invocation_count: 0, committed_units: 0n };
+  return state.spend.get(capabilityId) ?? { invocation_count: 0, committed_units: 0n, overrun_units: 0n };
 }
 
 export function committedUsage(state: TreeState, ref: GrantRef): bigint {

@@ -32,6 +32,7 @@ describe('hold decider', () => {
       invocation_count: 1,
       exposed_cost_units: 100n,
       realized_cost_units: 0n,
+      overrun_cost_units: 0n,
     });
     expect(g.state.holds.get(hold('r1'))?.authorize_commit_index).toBe(2);
   });
@@ -90,6 +91,7 @@ describe('hold decider', () => {
       invocation_count: 0,
       exposed_cost_units: 0n,
       realized_cost_units: 0n,
+      overrun_cost_units: 0n,
     });
     expect(listMutations(g.state, { capability_id: 'root', grant_index: 0 }, 10).map((m) => m.kind)).toEqual([
       'cancel_captured_before_dispatch',
@@ -132,7 +134,7 @@ describe('hold decider', () => {
     });
   });
 
-  it('B4 completed settles reconcile = min(actual, exposed); an overrun records capture_spend within limits', () => {
+  it('B4 completed settles reconcile = min(actual, exposed); an overrun books the whole charge as capture_spend', () => {
     const admitted = (g: ReturnType<typeof root>, req: string) =>
       run(g, authorize(req, 'root'), capture(hold(req)), { type: 'AdmitInvocation', hold_id: hold(req), now_ms: NOW });
     let g = admitted(root(), 'r1');
@@ -153,22 +155,24 @@ describe('hold decider', () => {
           now_ms: NOW,
         }),
       ),
-    ).toEqual(['SpendSettled']);
+    ).toEqual(['SpendSettled', 'BudgetOverrun']);
     g = run(g, {
       type: 'SettleHold',
       hold_id: hold('r2'),
       outcome: { kind: 'completed', cost_units: 5000n },
       now_ms: NOW,
     });
-    expect(g.recorded.at(-1)?.data).toMatchObject({
+    expect(g.recorded.find((e) => e.type === 'SpendSettled' && e.data.hold_id === hold('r2'))?.data).toMatchObject({
       kind: 'capture_spend',
-      realized_units: 970n,
-      overrun_units: 4030n,
+      realized_units: 5000n,
+      overrun_units: 0n,
+      hold_overrun_units: 4900n,
     });
     expect(usageOf(g.state, { capability_id: 'root', grant_index: 0 })).toEqual({
       invocation_count: 2,
       exposed_cost_units: 0n,
-      realized_cost_units: 1000n,
+      realized_cost_units: 5030n,
+      overrun_cost_units: 4900n,
     });
   });
 
@@ -188,6 +192,7 @@ describe('hold decider', () => {
       invocation_count: 1,
       exposed_cost_units: 100n,
       realized_cost_units: 0n,
+      overrun_cost_units: 0n,
     });
     const released = run(base, {
       type: 'SettleHold',
@@ -199,6 +204,7 @@ describe('hold decider', () => {
       invocation_count: 0,
       exposed_cost_units: 0n,
       realized_cost_units: 0n,
+      overrun_cost_units: 0n,
     });
     expect(when(released, authorize('r1', 'root'))).toMatchObject({
       ok: false,

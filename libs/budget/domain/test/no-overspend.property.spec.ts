@@ -1,5 +1,6 @@
-// Proves B19 on the pure decider: across random interleavings of commands, duplicates and lost appends over a
-// delegation tree, nothing is ever overspent, event ids never collide, and folding the events rebuilds the state.
+// Proves B19 on the pure decider (ADR 0043): across random interleavings of commands, duplicates and lost appends
+// over a delegation tree, every charge is booked in full, committed passes a limit only by settled overruns, no hold
+// is admitted past a limit, event ids never collide, and folding the events rebuilds the state.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
@@ -11,7 +12,10 @@ import {
   initialState,
   spendOf,
   usageKey,
+  usageOf,
   type BudgetCommand,
+  type GrantRef,
+  type Hold,
   type RecordedBudgetEvent,
   type SettleOutcome,
   type TreeState,
@@ -37,6 +41,7 @@ type Op =
   | { op: 'authorize'; req: number; cap: number; cost: number | null; preflight: boolean }
   | { op: 'capture' | 'rollback' | 'cancel' | 'admit'; req: number; preflight: boolean }
   | { op: 'settle'; req: number; outcome: number; cost: number; prepaid: boolean }
+  | { op: 'dispatch'; req: number; cost: number; prepaid: boolean }
   | { op: 'expire'; advanceMs: number }
   | { op: 'revoke'; cap: number };
 
@@ -71,6 +76,16 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       op: fc.constant('settle' as const),
       req: fc.nat(REQS),
       outcome: fc.nat(3),
+      cost: fc.nat(400),
+      prepaid: fc.boolean(),
+    }),
+  },
+  {
+    // A whole dispatch at a cost up to four holds' worth: the way most overruns are reached.
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('dispatch' as const),
+      req: fc.nat(REQS),
       cost: fc.nat(400),
       prepaid: fc.boolean(),
     }),
@@ -115,9 +130,11 @@ function holdCommands(
   state: TreeState,
   now: number,
 ): BudgetCommand[] {
-  const hold_id = holdFor(state, op.req, op.op === 'settle' ? false : op.preflight);
+  const hold_id = holdFor(state, op.req, op.op === 'settle' || op.op === 'dispatch' ? false : op.preflight);
   if (!hold_id) return [];
   switch (op.op) {
+    case 'dispatch':
+      return dispatchCommands(op, state.holds.get(hold_id)!, now);
     case 'capture':
       return [{ type: 'CaptureInvocation', hold_id, now_ms: now }];
     case 'rollback':
@@ -148,35 +165,90 @@ function holdCommands(
   }
 }
 
-/** Recomputes committed spend per grant from the holds alone: an independent check of the books. */
-function committedFromHolds(state: TreeState): Map<string, bigint> {
-  const out = new Map<string, bigint>();
+interface Books {
+  committed: bigint;
+  overrun: bigint;
+}
+
+/** The rest of a hold's way from wherever it stands to a completed settlement at `cost`. */
+function dispatchCommands(op: Extract<Op, { op: 'dispatch' }>, hold: Hold, now: number): BudgetCommand[] {
+  const hold_id = hold.hold_id;
+  const mode = op.prepaid ? 'prepaid_final' : 'reversible_hold';
+  const out: BudgetCommand[] = [];
+  if (hold.status === 'authorized') out.push({ type: 'CaptureInvocation', hold_id, now_ms: now });
+  else if (hold.status !== 'captured') return [];
+  out.push({ type: 'RecordPaymentStep', hold_id, payment: { step: 'authorized', mode }, now_ms: now });
+  if (!hold.admitted) out.push({ type: 'AdmitInvocation', hold_id, now_ms: now });
+  out.push({ type: 'SettleHold', hold_id, outcome: { kind: 'completed', cost_units: BigInt(op.cost) }, now_ms: now });
+  return out;
+}
+
+/** Recomputes committed spend and overruns per grant from the holds alone: an independent check of the books. */
+function booksFromHolds(state: TreeState): Map<string, Books> {
+  const out = new Map<string, Books>();
   for (const hold of state.holds.values()) {
     const live = hold.status === 'authorized' || hold.status === 'captured' || hold.status === 'retained';
-    const amount = live ? hold.exposure_units : hold.status === 'settled' ? hold.realized_units! : 0n;
-    for (const ref of hold.chain) out.set(usageKey(ref), (out.get(usageKey(ref)) ?? 0n) + amount);
+    const settled = hold.status === 'settled' ? hold.realized_units! : 0n;
+    const amount = live ? hold.exposure_units : settled;
+    const overrun = settled > hold.exposure_units ? settled - hold.exposure_units : 0n;
+    for (const ref of hold.chain) {
+      const books = out.get(usageKey(ref)) ?? { committed: 0n, overrun: 0n };
+      out.set(usageKey(ref), { committed: books.committed + amount, overrun: books.overrun + overrun });
+    }
   }
   return out;
 }
 
+/** B19 (ADR 0043): committed passes a limit only by the overruns settled on it; the books match the holds. */
 function checkBooks(state: TreeState): void {
   assertTreeInvariants(state);
-  const independent = committedFromHolds(state);
-  for (const [key, usage] of state.usage) expect(committedOf(usage)).toBe(independent.get(key) ?? 0n);
+  const independent = booksFromHolds(state);
+  for (const [key, usage] of state.usage) {
+    expect(committedOf(usage)).toBe(independent.get(key)?.committed ?? 0n);
+    expect(usage.overrun_cost_units).toBe(independent.get(key)?.overrun ?? 0n);
+  }
   for (const capability of state.capabilities.values()) {
+    const spend = spendOf(state, capability.id);
     if (capability.budget_units !== undefined)
-      expect(spendOf(state, capability.id).committed_units <= capability.budget_units).toBe(true);
+      expect(spend.committed_units <= capability.budget_units + spend.overrun_units).toBe(true);
     for (const [index, grant] of capability.grants.entries()) {
       const usage = state.usage.get(usageKey({ capability_id: capability.id, grant_index: index }));
       if (!usage) continue;
-      if (grant.max_total_cost_units !== undefined) expect(committedOf(usage) <= grant.max_total_cost_units).toBe(true);
+      if (grant.max_total_cost_units !== undefined)
+        expect(committedOf(usage) <= grant.max_total_cost_units + usage.overrun_cost_units).toBe(true);
       if (grant.max_invocations !== undefined) expect(usage.invocation_count <= grant.max_invocations).toBe(true);
     }
   }
 }
 
+/** A hold taken or raised fits under every limit of its chain: an overrun never lets new spend in. */
+function checkFits(state: TreeState, chain: readonly GrantRef[]): void {
+  for (const ref of chain) {
+    const capability = state.capabilities.get(ref.capability_id)!;
+    const limit = capability.grants[ref.grant_index]!.max_total_cost_units;
+    if (limit !== undefined) expect(committedOf(usageOf(state, ref)) <= limit).toBe(true);
+    if (capability.budget_units !== undefined)
+      expect(spendOf(state, capability.id).committed_units <= capability.budget_units).toBe(true);
+  }
+}
+
+/** B4 and B19: a settlement books what the provider billed (a prepaid-final one at least its hold), never less. */
+function checkSettlement(before: TreeState, event: RecordedBudgetEvent): void {
+  if (event.type !== 'SpendSettled') return;
+  const hold = before.holds.get(event.data.hold_id)!;
+  const actual = event.data.actual_units;
+  const prepaid = hold.payment.mode === 'prepaid_final';
+  const charge = prepaid && actual < hold.exposure_units ? hold.exposure_units : actual;
+  expect(event.data.realized_units).toBe(charge);
+  expect(event.data.overrun_units).toBe(0n);
+  expect(event.data.hold_overrun_units).toBe(charge > hold.exposure_units ? charge - hold.exposure_units : 0n);
+}
+
 describe('no overspend, ever (B19)', () => {
-  it('B19 random interleavings with duplicates and lost appends never overspend, and a refold rebuilds the same state', () => {
+  it('B19 random interleavings with duplicates and lost appends book every charge in full, pass a limit only by settled overruns, never admit past one, and a refold rebuilds the same state', () => {
+    // Counted across runs, so the test shows the interleavings did reach overruns and shut grants.
+    let overruns = 0;
+    let shut = 0;
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 40, maxLength: 150, size: 'max' }), (steps) => {
         const start = tightTree();
@@ -186,14 +258,21 @@ describe('no overspend, ever (B19)', () => {
         let now = NOW;
         const append = (commands: BudgetCommand[]) => {
           const decision = decideSequence(commands, state);
-          if (!decision.ok) return;
+          if (!decision.ok) {
+            if (decision.rejection.code === 'budget_overrun') shut++;
+            return;
+          }
           for (const event of decision.events) {
             // A fresh decision never reuses an event id: JetStream would drop it as a duplicate.
             expect(seen.has(event.event_id)).toBe(false);
             seen.add(event.event_id);
             const r = { ...event, commit_index: state.last_commit_index + 1 } as RecordedBudgetEvent;
+            checkSettlement(state, r);
             state = evolve(state, r);
             recorded.push(r);
+            if (r.type === 'BudgetOverrun') overruns++;
+            if (r.type === 'HoldAuthorized' || r.type === 'HoldIncreased')
+              checkFits(state, state.holds.get(r.data.hold_id)!.chain);
           }
         };
         for (const [op, fate] of steps) {
@@ -209,5 +288,7 @@ describe('no overspend, ever (B19)', () => {
       }),
       { numRuns: 120 },
     );
+    expect(overruns).toBeGreaterThan(0);
+    expect(shut).toBeGreaterThan(0);
   });
 });

@@ -228,8 +228,16 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
       break;
     case 'SpendSettled': {
       const realized = money(data.realized_units);
+      // Absent on events from before ADR 0043: they booked within the limits, with no overrun.
+      const overrunUnits = money(data.hold_overrun_units);
       Object.assign(next, { status: 'settled', realizedUnits: realized });
-      batch.mutate(next, { ...base, invocations: 0, exposedUnits: -hold.exposureUnits, realizedUnits: realized });
+      batch.mutate(next, {
+        ...base,
+        invocations: 0,
+        exposedUnits: -hold.exposureUnits,
+        realizedUnits: realized,
+        overrunUnits,
+      });
       break;
     }
     case 'HoldRetained':

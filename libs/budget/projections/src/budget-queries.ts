@@ -12,6 +12,8 @@ export interface UsageView {
   readonly exposed_cost_units: bigint;
   readonly realized_cost_units: bigint;
   readonly committed_cost_units: bigint;
+  /** What providers billed beyond their holds, booked as spend (ADR 0043); 0 when none. */
+  readonly overrun_cost_units: bigint;
   readonly currency: string | null;
 }
 
@@ -134,6 +136,7 @@ export class BudgetQueries {
       exposed_cost_units: r.exposedCostUnits,
       realized_cost_units: r.realizedCostUnits,
       committed_cost_units: r.committedCostUnits,
+      overrun_cost_units: r.overrunCostUnits,
       currency: r.currency,
     }));
   }

@@ -55,6 +55,8 @@ export class UsageRow {
   @Column(moneyColumn({ name: 'exposed_cost_units' })) exposedCostUnits!: bigint;
   @Column(moneyColumn({ name: 'realized_cost_units' })) realizedCostUnits!: bigint;
   @Column(moneyColumn({ name: 'committed_cost_units' })) committedCostUnits!: bigint;
+  /** Charges beyond their holds booked on this grant (ADR 0043); 0 on rows from before it. */
+  @Column(moneyColumn({ name: 'overrun_cost_units', default: 0 })) overrunCostUnits!: bigint;
   @Column({ type: 'varchar', length: 16, nullable: true }) currency!: string | null;
   @Column(sequenceColumn({ name: 'last_sequence' })) lastSequence!: number;
 }

@@ -12,4 +12,5 @@ export * from './migrations/1767226200000-add-receipt-chains.js';
 export * from './receipt-chains.js';
 export * from './receipt-pages.js';
 export * from './migrations/1767226480000-add-capability-tenant.js';
+export * from './migrations/1767227043000-add-usage-overrun.js';
 export * from './overview-queries.js';

@@ -1,7 +1,8 @@
 // One projection batch: the rows it touches are loaded once, changed in memory event by
 // event, and written back in a few multi-row statements inside the runner's transaction.
 // The fold mirrors the domain's evolve: a hold's usage deltas land on its grant and on
-// every ancestor grant of its chain (B18, B19); its mutation record lands on its own grant.
+// every ancestor grant of its chain (B18, B19), overruns included (ADR 0043); its mutation
+// record lands on its own grant.
 import { In, type EntityManager } from 'typeorm';
 import { bulkInsert, bulkUpsert } from '@tally/platform-typeorm';
 import { AmbiguityRow, CapabilityRow, HoldRow, MutationRow, ReceiptRow, UsageRow } from './entities.js';
@@ -21,6 +22,8 @@ export interface MutationDelta {
   readonly invocations: number;
   readonly exposedUnits: bigint;
   readonly realizedUnits: bigint;
+  /** The part of realizedUnits a provider billed beyond the hold (ADR 0043). */
+  readonly overrunUnits?: bigint;
 }
 
 export class LedgerBatch {
@@ -91,6 +94,7 @@ export class LedgerBatch {
       row.invocationCount += delta.invocations;
       row.exposedCostUnits += delta.exposedUnits;
       row.realizedCostUnits += delta.realizedUnits;
+      row.overrunCostUnits += delta.overrunUnits ?? 0n;
       row.committedCostUnits = row.exposedCostUnits + row.realizedCostUnits;
       row.lastSequence = delta.commitIndex;
       this.putUsage(row);
@@ -132,6 +136,7 @@ export class LedgerBatch {
         'exposedCostUnits',
         'realizedCostUnits',
         'committedCostUnits',
+        'overrunCostUnits',
         'currency',
         'lastSequence',
       ],
@@ -164,6 +169,7 @@ export function zeroUsage(rootId: string, ref: WireGrantRef, currency: string | 
     exposedCostUnits: 0n,
     realizedCostUnits: 0n,
     committedCostUnits: 0n,
+    overrunCostUnits: 0n,
     currency,
     lastSequence: sequence,
   });

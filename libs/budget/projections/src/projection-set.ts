@@ -12,12 +12,14 @@ import { CreateBudgetProjections1767225700000 } from './migrations/1767225700000
 import { AddMutationCommitPosition1767225800000 } from './migrations/1767225800000-add-mutation-commit-position.js';
 import { AddReceiptChains1767226200000 } from './migrations/1767226200000-add-receipt-chains.js';
 import { AddCapabilityTenant1767226480000 } from './migrations/1767226480000-add-capability-tenant.js';
+import { AddUsageOverrun1767227043000 } from './migrations/1767227043000-add-usage-overrun.js';
 
 export const BUDGET_MIGRATIONS = [
   CreateBudgetProjections1767225700000,
   AddMutationCommitPosition1767225800000,
   AddReceiptChains1767226200000,
   AddCapabilityTenant1767226480000,
+  AddUsageOverrun1767227043000,
 ];
 
 export function budgetProjectionSpecs(

@@ -65,6 +65,8 @@ export interface HoldMutationWire {
   readonly cause?: string;
   readonly realized_units?: WireMoney;
   readonly actual_units?: WireMoney;
+  /** SpendSettled: the charge beyond the hold (ADR 0043); absent on events from before it. */
+  readonly hold_overrun_units?: WireMoney;
   /** HoldIncreased: the exposure added. */
   readonly amount_units?: WireMoney;
   readonly at_ms: number;
