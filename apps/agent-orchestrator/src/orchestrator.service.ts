@@ -24,7 +24,7 @@ import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
 import { startQueuedSweeper } from './work/queued-sweeper.js';
-import { WorkReads } from './work/work-reads.js';
+import { READ_WAIT_MS, WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
 import { CAPABILITY_TOKENS } from './http/work-scope.js';
 import { ChatCompletionsController, MessagesController } from './gateway/drop-in.controllers.js';
@@ -92,7 +92,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
           { provide: ToolServers, useValue: toolServersOf() },
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
-          { provide: WorkReads, useValue: new WorkReads(rt) },
+          { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }) },
           { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],

@@ -56,6 +56,11 @@ export type CommandService = 'budget' | 'work';
 const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Subject tokens must not contain NATS wildcards or separators; ids are checked here. */
+/** Whether `value` can be one token of a subject: an id that cannot was never written under one. */
+export function isSubjectToken(value: string): boolean {
+  return TOKEN.test(value);
+}
+
 export function assertSubjectToken(value: string, what: string): string {
   if (!TOKEN.test(value)) {
     throw new Error(`${what} must match ${TOKEN.source} to be used as a subject token, got ${JSON.stringify(value)}`);

@@ -6,3 +6,4 @@ export * from './namespace-cleanup.js';
 export * from './stream-specs.js';
 export * from './nats-auth.js';
 export * from './oidc-issuer.js';
+export * from './latency-proxy.js';

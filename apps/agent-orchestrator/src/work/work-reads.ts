@@ -1,14 +1,21 @@
-// Reads for the API, from the projections only. A GET right after a 202 sees the unit
-// because submit and abort answer only once the projection has committed their own
-// sequence (read-your-writes, WorkSubmission), so no read falls back to the event stream.
+// Reads for the API, from the projections only. A GET right after a 202 sees the unit on
+// every replica: submit and abort answer once the projection has committed their own
+// sequence (WorkSubmission), and a read that finds no unit asks the stream for the unit's
+// last sequence and waits, bounded, for the projection to reach it before it answers 404
+// (ADR 0048), which covers a submission whose own wait ran out. No read falls back to the
+// event stream for its answer.
 import type {
   ProjectedEntry,
   ProjectedMessage,
   ProjectionWarning,
   WireReceipt,
   WorkScope,
+  WorkUnitView,
 } from '@tally/orchestrator-projections';
+import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
+import { isSubjectToken } from '@tally/contracts';
 import { resolveOutput } from '@tally/orchestrator-application';
+import { subjectLastSequence } from '@tally/platform-jetstream';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export interface WorkStatusBody {
@@ -22,11 +29,21 @@ export interface WorkStatusBody {
 /** Most entries one session read returns; a longer session is a design limit, logged by the caller. */
 export const SESSION_ENTRIES_MAX = 10_000;
 
+/** How long a read that found no unit waits for the projection to reach the unit's last event. */
+export const READ_WAIT_MS = 5_000;
+
+export interface WorkReadLimits {
+  readonly readWaitMs: number;
+}
+
 export class WorkReads {
-  constructor(private readonly rt: OrchestratorRuntime) {}
+  constructor(
+    private readonly rt: OrchestratorRuntime,
+    private readonly limits: WorkReadLimits,
+  ) {}
 
   async status(workId: string, scope: WorkScope): Promise<WorkStatusBody | undefined> {
-    const row = await this.rt.reads.unit(workId, scope);
+    const row = await this.unit(workId, scope);
     if (!row) return undefined;
     return {
       work_id: row.work_id,
@@ -52,8 +69,44 @@ export class WorkReads {
     return (await resolveOutput(this.rt.outputs.store, completion)).output;
   }
 
-  async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
+  /** The unit's row; on a miss, read again once the projection has reached the unit's last event. */
+  private async unit(workId: string, scope: WorkScope): Promise<WorkUnitView | undefined> {
     const row = await this.rt.reads.unit(workId, scope);
+    if (row || !(await this.awaitUnit(workId))) return row;
+    return this.rt.reads.unit(workId, scope);
+  }
+
+  /**
+   * Read-your-writes on a miss: one request for the last sequence of the unit's subject, then
+   * a bounded wait for the projection. False when the unit has no event (a true miss answers
+   * at once) or the stream could not be asked; a bound that runs out is logged and read anyway.
+   */
+  private async awaitUnit(workId: string): Promise<boolean> {
+    if (!isSubjectToken(workId)) return false;
+    const { nats, projections, logger } = this.rt.ctx;
+    let sequence: number;
+    try {
+      sequence = await subjectLastSequence(nats.jsm, nats.names.workEventsStream, nats.names.workEventSubject(workId));
+    } catch (error) {
+      logger.event('warn', 'the work stream could not be asked for a unit it may hold; the read answers without it', {
+        work_id: workId,
+        error: String(error),
+      });
+      return false;
+    }
+    if (sequence === 0) return false;
+    const timeoutMs = this.limits.readWaitMs;
+    if (!(await projections.waitFor(WORK_UNITS_PROJECTION, sequence, timeoutMs)))
+      logger.event('warn', "the work projection did not reach the unit's last event in time; the read may lag it", {
+        work_id: workId,
+        sequence,
+        timeout_ms: timeoutMs,
+      });
+    return true;
+  }
+
+  async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
+    const row = await this.unit(workId, scope);
     return row?.receipt ? (row.receipt as WireReceipt) : undefined;
   }
 

@@ -59,7 +59,7 @@ export class CapabilitiesController {
     // A delegation belongs to its parent's tenant (the domain sees to it); a root to the issuer's.
     let tenant: string | undefined;
     if (body.parent_id !== undefined) await this.access.mayDelegate(caller, body.parent_id, body.parent_token, req);
-    else tenant = this.access.issuingTenant(caller, body.tenant_id);
+    else tenant = await this.access.issuingTenant(caller, body.tenant_id);
     const commandId = await this.idempotency.commandId({
       endpoint: 'POST /v1/capabilities',
       key,

@@ -49,9 +49,10 @@ export class CapabilityAccess {
 
   /**
    * The tenant of a new root capability: the issuer's own; an admin may name any tenant the
-   * directory knows (default `default`). Naming another tenant without being an admin is a 403.
+   * directory knows (default `default`), one just created through another replica included.
+   * Naming another tenant without being an admin is a 403.
    */
-  issuingTenant(caller: Principal, named: string | undefined): string {
+  async issuingTenant(caller: Principal, named: string | undefined): Promise<string> {
     if (!hasRole(caller, 'issuer'))
       throw possessionRefused(caller, 'an issuer key (or, to delegate, parent_id with the parent_token)');
     if (caller.role !== 'admin') {
@@ -60,7 +61,7 @@ export class CapabilityAccess {
       return caller.tenant_id;
     }
     const tenant = named ?? DEFAULT_TENANT;
-    if (tenant !== DEFAULT_TENANT && !this.directory.tenant(tenant)) throw notFound('tenant', tenant);
+    if (tenant !== DEFAULT_TENANT && !(await this.directory.knownTenant(tenant))) throw notFound('tenant', tenant);
     return tenant;
   }
 

@@ -1,12 +1,15 @@
 // Tenants and their operator keys (http-api.md, Credentials). Only an admin creates
 // tenants and keys and deletes keys; a key is shown once, in the answer that creates it.
-// Reads of a tenant are for its own keys' holders; another tenant is a 404.
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+// Reads of a tenant are for its own keys' holders; another tenant is a 404. A read sees what
+// was written through any replica (ADR 0048): one that finds nothing, and every listing of
+// keys, first lets this replica's view catch up with the tenant's subject.
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
 import type { DirectoryCommands, DirectoryView } from '@tally/directory-service';
 import type { OperatorKeyRecord, Rejection, TenantState } from '@tally/directory-domain';
 import { Access, actsIn, Caller, type Principal } from '@tally/platform-auth';
 import { ProblemException } from '@tally/platform-app';
 import { IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { staleHeader, type HeaderSink } from './http-support.js';
 
 export const DIRECTORY_COMMANDS = Symbol('DIRECTORY_COMMANDS');
 export const DIRECTORY_VIEW = Symbol('DIRECTORY_VIEW');
@@ -60,6 +63,22 @@ function keyToWire(k: OperatorKeyRecord) {
   };
 }
 
+/**
+ * The tenant as this replica's view has it; on a miss, once the view has caught up with the
+ * tenant's subject, so a tenant created through another replica is found (ADR 0048). When the
+ * view could not catch up in time the answer says it may be behind.
+ */
+export async function tenantAsWritten(
+  view: DirectoryView,
+  tenantId: string,
+  res: HeaderSink,
+): Promise<TenantState | undefined> {
+  const known = view.tenant(tenantId);
+  if (known) return known;
+  staleHeader(res, await view.awaitTenant(tenantId));
+  return view.tenant(tenantId);
+}
+
 @Controller('v1/tenants')
 export class TenantsController {
   constructor(
@@ -79,15 +98,16 @@ export class TenantsController {
   /** Additive: every tenant. */
   @Get()
   @Access('admin')
-  list() {
+  async list(@Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.view.awaitCurrent());
     return { tenants: this.view.tenants().map(tenantToWire) };
   }
 
   /** Additive: one tenant, for its own keys or an admin. */
   @Get(':id')
   @Access('reader')
-  read(@Param('id') id: string, @Caller() caller: Principal) {
-    const tenant = actsIn(caller, 'reader', id) ? this.view.tenant(id) : undefined;
+  async read(@Param('id') id: string, @Caller() caller: Principal, @Res({ passthrough: true }) res: HeaderSink) {
+    const tenant = actsIn(caller, 'reader', id) ? await tenantAsWritten(this.view, id, res) : undefined;
     if (!tenant) throw new ProblemException(404, 'not_found', `tenant ${id} is unknown`);
     return tenantToWire(tenant);
   }
@@ -102,10 +122,11 @@ export class TenantsController {
     return { ...key, ...(expires_at_ms === undefined ? {} : { expires_at: iso(expires_at_ms) }) };
   }
 
-  /** Additive: the tenant's keys, without secrets or hashes. */
+  /** Additive: the tenant's keys, without secrets or hashes; a key just created through any replica is listed. */
   @Get(':id/keys')
   @Access('admin')
-  keys(@Param('id') id: string) {
+  async keys(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink) {
+    staleHeader(res, await this.view.awaitTenant(id));
     const tenant = this.view.tenant(id);
     if (!tenant) throw new ProblemException(404, 'not_found', `tenant ${id} is unknown`);
     return { keys: [...tenant.keys.values()].map(keyToWire) };

@@ -1,7 +1,7 @@
 // Tenant webhooks (http-api.md, Spend policy): an admin or an issuer of the tenant registers
 // an endpoint and sees its signing secret once, in the answer; the tenant's keys list the
 // endpoints (never a secret), each delivery attempt, and the messages given up on.
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { DirectoryView } from '@tally/directory-service';
 import { ProblemException } from '@tally/platform-app';
 import { Access, actsIn, Caller, type Principal } from '@tally/platform-auth';
@@ -9,7 +9,8 @@ import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, MaxLe
 import { WEBHOOK_EVENT_TYPES, urlRefusal, type WebhookEventType } from '../webhooks/webhook-policy.js';
 import type { WebhookEndpoint } from '../webhooks/webhook-endpoints.js';
 import type { WebhooksRuntime } from '../webhooks/webhooks-runtime.js';
-import { DIRECTORY_VIEW } from './tenants.controller.js';
+import type { HeaderSink } from './http-support.js';
+import { DIRECTORY_VIEW, tenantAsWritten } from './tenants.controller.js';
 
 export const WEBHOOKS_RUNTIME = Symbol('WEBHOOKS_RUNTIME');
 
@@ -49,8 +50,13 @@ export class WebhooksController {
   @Post(':id/webhooks')
   @HttpCode(201)
   @Access('issuer')
-  async register(@Param('id') id: string, @Body() body: RegisterWebhookDto, @Caller() caller: Principal) {
-    this.tenantFor(caller, 'issuer', id);
+  async register(
+    @Param('id') id: string,
+    @Body() body: RegisterWebhookDto,
+    @Caller() caller: Principal,
+    @Res({ passthrough: true }) res: HeaderSink,
+  ) {
+    await this.tenantFor(caller, 'issuer', id, res);
     const refusal = urlRefusal(body.url, this.webhooks.urlPolicy);
     if (refusal)
       throw new ProblemException(400, 'validation', 'The request is invalid', [{ field: 'url', message: refusal }]);
@@ -62,8 +68,8 @@ export class WebhooksController {
   /** Additive: the tenant's endpoints, without their secrets. */
   @Get(':id/webhooks')
   @Access('reader')
-  async list(@Param('id') id: string, @Caller() caller: Principal) {
-    this.tenantFor(caller, 'reader', id);
+  async list(@Param('id') id: string, @Caller() caller: Principal, @Res({ passthrough: true }) res: HeaderSink) {
+    await this.tenantFor(caller, 'reader', id, res);
     return { webhooks: (await this.webhooks.endpoints.list(id)).map(endpointToWire) };
   }
 
@@ -71,8 +77,13 @@ export class WebhooksController {
   @Delete(':id/webhooks/:webhookId')
   @HttpCode(204)
   @Access('issuer')
-  async remove(@Param('id') id: string, @Param('webhookId') webhookId: string, @Caller() caller: Principal) {
-    this.tenantFor(caller, 'issuer', id);
+  async remove(
+    @Param('id') id: string,
+    @Param('webhookId') webhookId: string,
+    @Caller() caller: Principal,
+    @Res({ passthrough: true }) res: HeaderSink,
+  ) {
+    await this.tenantFor(caller, 'issuer', id, res);
     const out = await this.webhooks.endpoints.remove(id, webhookId);
     if (!out.ok) throw new ProblemException(404, 'not_found', out.rejection.message);
   }
@@ -83,10 +94,11 @@ export class WebhooksController {
   async attempts(
     @Param('id') id: string,
     @Caller() caller: Principal,
+    @Res({ passthrough: true }) res: HeaderSink,
     @Query('webhook_id') webhookId?: string,
     @Query('limit') limit?: string,
   ) {
-    this.tenantFor(caller, 'reader', id);
+    await this.tenantFor(caller, 'reader', id, res);
     const n = limitOf(limit);
     const all = await this.webhooks.log(this.webhooks.names.attemptsSubject(id));
     const picked = webhookId === undefined ? all : all.filter((a) => a['webhook_id'] === webhookId);
@@ -96,16 +108,22 @@ export class WebhooksController {
   /** Additive: the messages given up on, with why, newest last. */
   @Get(':id/webhooks/dead-letters')
   @Access('reader')
-  async deadLetters(@Param('id') id: string, @Caller() caller: Principal, @Query('limit') limit?: string) {
-    this.tenantFor(caller, 'reader', id);
+  async deadLetters(
+    @Param('id') id: string,
+    @Caller() caller: Principal,
+    @Res({ passthrough: true }) res: HeaderSink,
+    @Query('limit') limit?: string,
+  ) {
+    await this.tenantFor(caller, 'reader', id, res);
     const all = await this.webhooks.log(this.webhooks.names.deadSubject(id));
     return { dead_letters: all.slice(-limitOf(limit)).map(withTimes) };
   }
 
-  /** Another tenant's webhooks are a 404, as if the tenant did not exist. */
-  private tenantFor(caller: Principal, role: 'issuer' | 'reader', id: string): void {
-    const known = id === 'default' || this.view.tenant(id) !== undefined;
-    if (!known || !actsIn(caller, role, id)) throw new ProblemException(404, 'not_found', `tenant ${id} is unknown`);
+  /** Another tenant's webhooks are a 404, as if the tenant did not exist; a tenant just created through any replica is known. */
+  private async tenantFor(caller: Principal, role: 'issuer' | 'reader', id: string, res: HeaderSink): Promise<void> {
+    const known =
+      actsIn(caller, role, id) && (id === 'default' || (await tenantAsWritten(this.view, id, res)) !== undefined);
+    if (!known) throw new ProblemException(404, 'not_found', `tenant ${id} is unknown`);
   }
 }
 

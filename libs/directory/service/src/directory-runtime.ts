@@ -11,6 +11,9 @@ import { directoryEventRegistry } from './directory-events.dtos.js';
 import { DirectoryView } from './directory-view.js';
 import { PublishedKeys } from './published-keys.js';
 
+/** How long a directory read that found nothing waits for this replica's view to catch up (ADR 0048). */
+export const DIRECTORY_READ_WAIT_MS = 5_000;
+
 export interface DirectoryRuntimeOptions {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
@@ -41,6 +44,8 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
     jsm: o.jsm,
     stream: o.names.directoryEventsStream,
     filterSubject: o.names.directoryEventsWildcard,
+    tenantSubject: (tenantId) => o.names.directoryTenantSubject(tenantId),
+    readWaitMs: DIRECTORY_READ_WAIT_MS,
     staleAfterMs: o.staleAfterMs,
     freshnessCheckMs: o.freshnessCheckMs,
     startTimeoutMs: 30_000,
@@ -69,7 +74,7 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
     keysPerTenantMax: o.keysPerTenantMax,
   });
   // A token of an identity provider can name any tenant; Tally acts only in those its ledger created.
-  const oidc = o.oidc && knownTenantsOnly(o.oidc, (tenantId) => view.tenant(tenantId) !== undefined);
+  const oidc = o.oidc && knownTenantsOnly(o.oidc, (tenantId) => view.knownTenant(tenantId).then(Boolean));
   return {
     view,
     keys,

@@ -2,10 +2,18 @@
 // into memory, so a key deleted through any replica is refused here as soon as its event is
 // delivered. The view also knows how fresh it is: when it cannot confirm it has reached the
 // stream's end within `staleAfterMs`, it refuses operator keys (fail closed) instead of
-// trusting a view that may be missing a deletion.
+// trusting a view that may be missing a deletion. A read that finds nothing first lets the
+// view catch up with what the stream held when the read arrived (ADR 0048), so a tenant or
+// key created through another replica is found here at once.
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { OperatorKeyLookup, StoredOperatorKey } from '@tally/platform-auth';
-import type { OperatorKeyRecord, SigningKeyRecord, TenantState } from '@tally/directory-domain';
+import {
+  TENANT_ID_PATTERN,
+  type OperatorKeyRecord,
+  type SigningKeyRecord,
+  type TenantState,
+} from '@tally/directory-domain';
+import { StreamEnd, subjectLastSequence } from '@tally/platform-jetstream';
 import { EventBatchReader } from '@tally/platform-typeorm';
 import { directoryEventRegistry } from './directory-events.dtos.js';
 import { applyDirectoryEvent, emptyDirectory, toDirectoryEvent, type DirectoryState } from './directory-state.js';
@@ -15,6 +23,10 @@ export interface DirectoryViewOptions {
   readonly jsm: JetStreamManager;
   readonly stream: string;
   readonly filterSubject: string;
+  /** The subject of a tenant's events (its keys among them). */
+  readonly tenantSubject: (tenantId: string) => string;
+  /** How long a read that found nothing waits for the view to catch up before it answers so. */
+  readonly readWaitMs: number;
   /** How long the view may go without confirming it is current before keys are refused. */
   readonly staleAfterMs: number;
   /** How often an idle view asks the server for the stream's last sequence. */
@@ -36,8 +48,11 @@ export class DirectoryView implements OperatorKeyLookup {
   private readonly waiters = new Set<{ sequence: number; resolve: () => void }>();
   private loop: Promise<void> | undefined;
   private checker: NodeJS.Timeout | undefined;
+  private readonly streamEnd: StreamEnd;
 
-  constructor(private readonly options: DirectoryViewOptions) {}
+  constructor(private readonly options: DirectoryViewOptions) {
+    this.streamEnd = new StreamEnd(options.jsm, options.stream);
+  }
 
   /** Reads the stream to its end, then keeps following it. */
   async start(): Promise<void> {
@@ -69,6 +84,34 @@ export class DirectoryView implements OperatorKeyLookup {
     });
   }
 
+  /**
+   * Read-your-writes for a tenant read that found nothing, or a listing of its keys: waits,
+   * bounded, until the view has applied the tenant subject's last event. A subject with no
+   * message (a tenant never written) waits for nothing. False when the bound ran out or the
+   * server could not be asked: the caller then answers with what the view has.
+   */
+  async awaitTenant(tenantId: string): Promise<boolean> {
+    if (!TENANT_ID_PATTERN.test(tenantId)) return true;
+    const subject = this.options.tenantSubject(tenantId);
+    return this.reach(() => subjectLastSequence(this.options.jsm, this.options.stream, subject));
+  }
+
+  /** The same for a read that cannot name a tenant (an unknown key): waits for the stream's end as of now. */
+  async awaitCurrent(): Promise<boolean> {
+    return this.reach(() => this.streamEnd.afterNow());
+  }
+
+  private async reach(position: () => Promise<number>): Promise<boolean> {
+    try {
+      const sequence = await position();
+      if (sequence > this.lastSequence) await this.waitFor(sequence, this.options.readWaitMs);
+      return true;
+    } catch (error) {
+      this.options.onError(error);
+      return false;
+    }
+  }
+
   get fresh(): boolean {
     return this.options.nowMs() - this.confirmedAtMs <= this.options.staleAfterMs;
   }
@@ -82,6 +125,14 @@ export class DirectoryView implements OperatorKeyLookup {
   tenant(tenantId: string): TenantState | undefined {
     const tenant = this.state.tenants.get(tenantId);
     return tenant?.created ? tenant : undefined;
+  }
+
+  /** The tenant; on a miss, as the view has it once caught up with the tenant's subject (ADR 0048). */
+  async knownTenant(tenantId: string): Promise<TenantState | undefined> {
+    const known = this.tenant(tenantId);
+    if (known) return known;
+    await this.awaitTenant(tenantId);
+    return this.tenant(tenantId);
   }
 
   tenants(): TenantState[] {

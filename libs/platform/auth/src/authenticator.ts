@@ -34,6 +34,12 @@ export interface StoredOperatorKey {
 export interface OperatorKeyLookup {
   /** Undefined when the view cannot vouch for being current: keys are then refused (fail closed). */
   lookup(keyId: string): StoredOperatorKey | undefined | 'unavailable';
+  /**
+   * Read-your-writes for a key the view does not know (ADR 0048): resolves once the view has
+   * caught up with what the ledger held when the call arrived, or its bound ran out, so a key
+   * created through another replica authenticates here at once.
+   */
+  awaitCurrent?(): Promise<unknown>;
 }
 
 export interface OidcVerifier {
@@ -75,8 +81,14 @@ export class Authenticator {
     }
   }
 
-  private operatorKey(keyId: string, secret: string): OperatorPrincipal | Refusal {
-    const stored = this.options.operatorKeys.lookup(keyId);
+  private async operatorKey(keyId: string, secret: string): Promise<OperatorPrincipal | Refusal> {
+    const keys = this.options.operatorKeys;
+    let stored = keys.lookup(keyId);
+    // Only an unknown id waits: a known key, even with a wrong secret, is answered from the view.
+    if (stored === undefined && keys.awaitCurrent) {
+      await keys.awaitCurrent();
+      stored = keys.lookup(keyId);
+    }
     if (stored === 'unavailable') return refusal('unavailable', 'operator keys cannot be checked right now');
     // An unknown id and a wrong secret look the same to the caller.
     if (stored === undefined || !keyMatches(secret, stored.key_hash)) return refusal('unknown', 'the key is not known');

@@ -179,11 +179,14 @@ function isFetchFailure(error: errors.JOSEError): boolean {
  * Refuses tokens naming a tenant the directory does not know: a token of an identity
  * provider can say any tenant, and Tally acts only in tenants its ledger created.
  */
-export function knownTenantsOnly(verifier: OidcVerifier, tenantKnown: (tenantId: string) => boolean): OidcVerifier {
+export function knownTenantsOnly(
+  verifier: OidcVerifier,
+  tenantKnown: (tenantId: string) => boolean | Promise<boolean>,
+): OidcVerifier {
   return {
     verify: async (jwt) => {
       const result = await verifier.verify(jwt);
-      if ('refused' in result || tenantKnown(result.tenant_id)) return result;
+      if ('refused' in result || (await tenantKnown(result.tenant_id))) return result;
       return refusal('unknown', "the token's tenant is not known");
     },
   };

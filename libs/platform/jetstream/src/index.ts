@@ -9,3 +9,4 @@ export * from './durability.js';
 export * from './stream-snapshot.js';
 export * from './trace-context.js';
 export * from './idempotency.js';
+export * from './stream-position.js';
