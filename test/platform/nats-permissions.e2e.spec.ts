@@ -2,8 +2,9 @@
 // deploy/nats/accounts.conf: `tally provision` as the operator user creates everything; a
 // service booting with nats.provision: check refuses, naming the difference, until it is
 // there; then both services, each logged in as its own least-privilege user, run the metered
-// smoke path (issue, admit, settle, a work unit end to end) without one permission violation,
-// and each is refused what would let it wreck or read the other's data.
+// smoke path (issue, admit, settle, a work unit end to end, a revocation refused by the other
+// service) without one permission violation, and each is refused what would let it wreck or
+// read the other's data.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -159,6 +160,14 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
       return grants[0]!['realized_cost_units'] === 11 ? grants[0] : undefined;
     });
     expect(usage!['invocation_count']).toBe(1);
+    // ADR 0049: the revoke writes the revocations bucket, the relay reads the ledger, and the
+    // orchestrator's view follows the bucket, each as its own user.
+    await authority('POST', `/v1/capabilities/${cap['id']}/revoke`, {});
+    const refused = await h.eventually('the orchestrator to refuse the revoked token', async () => {
+      const res = await h.post('/v1/work', workBody({ token: cap['token'] }));
+      return res.status === 401 ? res.body : undefined;
+    });
+    expect(refused['type']).toBe('token_revoked');
     // Both services' readiness includes their projections, which run on connections of their own.
     for (const svc of [h.authority!, h.processes[0]!]) expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
     expect(violations()).toEqual([]);

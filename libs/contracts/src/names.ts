@@ -49,6 +49,8 @@ export interface TallyNames {
   readonly deadLetterWildcard: string;
   /** KV: subject signatures already spent, kept for their window (ADR 0011). */
   readonly signatureReplayBucket: string;
+  /** KV: revoked capabilities by id, written by the authority, followed by every replica (ADR 0049). */
+  readonly revocationsBucket: string;
 }
 
 export type CommandService = 'budget' | 'work';
@@ -101,6 +103,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     requestWildcard: (service) => `${namespace}.req.${service}.*`,
     requestQueueGroup: (service) => `${service}-requests`,
     signatureReplayBucket: `${upper}_SIGNATURE_REPLAY`,
+    revocationsBucket: `${upper}_REVOCATIONS`,
     deadLetterSubject: (source) => `${namespace}.dlq.${assertSubjectToken(source, 'dead-letter source')}`,
     deadLetterWildcard: `${namespace}.dlq.>`,
   };

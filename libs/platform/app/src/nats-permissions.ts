@@ -9,6 +9,7 @@ import { kvStreamName } from '@tally/platform-jetstream';
 import { durableNameFor } from '@tally/platform-nest';
 import { serviceInboxPrefix } from './nats-runtime.js';
 import { leaseBucketName, MIGRATIONS_LEASE_KEY, projectorLeaseKey } from './service-database.js';
+import { REVOCATION_RELAY_CONSUMER } from './revocations-topology.js';
 import { DISPATCH_CONSUMER, type TallyService } from './topology.js';
 import { webhookNames } from './webhook-topology.js';
 
@@ -78,11 +79,20 @@ function streamInfos(n: TallyNames): string[] {
     n.deadLetterStream,
     w.eventsStream,
     w.outboxStream,
-    ...[n.commandRepliesBucket, leaseBucketName(n.namespace), n.idempotencyBucket, n.signatureReplayBucket].map(
-      kvStreamName,
-    ),
+    ...[
+      n.commandRepliesBucket,
+      leaseBucketName(n.namespace),
+      n.idempotencyBucket,
+      n.signatureReplayBucket,
+      n.revocationsBucket,
+    ].map(kvStreamName),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
+}
+
+/** Following a bucket's entries as they change, with an ordered consumer on its stream (read only). */
+function followKv(bucket: string): string[] {
+  return orderedConsumers(kvStreamName(bucket), `$KV.${bucket}.>`);
 }
 
 /** A service's projection lease and the migration lock, and no other service's lease. */
@@ -116,6 +126,11 @@ function authority(n: TallyNames): NatsUserPermissions {
         // Idempotency-Key records of HTTP calls (ADR 0023): created and read by key.
         ...kv(n.idempotencyBucket),
         ...kv(n.signatureReplayBucket),
+        // Revocations (ADR 0049): written by key, followed by this replica's view, and relayed
+        // from the ledger by one durable consumer of the budget events.
+        ...kv(n.revocationsBucket),
+        ...followKv(n.revocationsBucket),
+        ...durable(n.budgetEventsStream, REVOCATION_RELAY_CONSUMER),
         // Tenant webhooks (ADR 0040): their ledger and outbox, the fan-out's consumer on the
         // budget events and the delivery worker's on the outbox.
         w.eventsWildcard,
@@ -165,6 +180,8 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         ...kv(n.commandRepliesBucket),
         ...leases(n, service),
         ...kv(n.signatureReplayBucket),
+        // Revocations (ADR 0049) are only followed here, never written.
+        ...followKv(n.revocationsBucket),
         // Work submitted over NATS (ADR 0003) is answered on the submitter's inbox, named in a
         // header; never the authority's or the operator's.
         '_INBOX.>',

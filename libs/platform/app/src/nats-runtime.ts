@@ -20,6 +20,7 @@ import type { TallyConfig } from './config.schema.js';
 import type { ReadinessCheck } from './health.js';
 import { natsLoginMode, natsLoginOf } from './nats-credentials.js';
 import { StreamWatch } from './stream-watch.js';
+import { revocationsBucketSpec } from './revocations-topology.js';
 import { signatureReplayBucketSpec } from './signature-replay.js';
 import { checkTopology, serviceTopology, TopologyMismatch } from './topology.js';
 
@@ -141,6 +142,7 @@ export async function startNatsRuntime(
       await provisionTallyStreams(jsm, names, streamLimitsOf(config));
       await ensureKvBucket(js, idempotencyBucketSpec(names, idempotencyLimitsOf(config)));
       await ensureKvBucket(js, signatureReplayBucketSpec(names, config.streams.replicas));
+      await ensureKvBucket(js, revocationsBucketSpec(names, config.streams.replicas));
     }
   } catch (error) {
     await nc.close();

@@ -26,6 +26,11 @@ import type { TallyConfig } from './config.schema.js';
 import { idempotencyLimitsOf, streamLimitsOf } from './nats-runtime.js';
 import { leaseBucketSpec } from './projection-lease.js';
 import { leaseBucketName, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
+import {
+  REVOCATION_RELAY_CONSUMER,
+  revocationRelayConsumerSpec,
+  revocationsBucketSpec,
+} from './revocations-topology.js';
 import { signatureReplayBucketSpec } from './signature-replay.js';
 import { webhookConsumerSpecs, webhookNames, webhookStreamSpecs } from './webhook-topology.js';
 
@@ -104,13 +109,19 @@ function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
     idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
     // Spent subject signatures (ADR 0011), kept for the longest window any allowed skew needs.
     signatureReplayBucketSpec(names, replicas),
+    // Revoked capabilities, refused at the door of every replica (ADR 0049).
+    revocationsBucketSpec(names, replicas),
   ];
 }
 
 /** Everything `tally provision` creates for this config. */
 export function tallyTopology(config: TallyConfig, names: TallyNames): TallyTopology {
   const webhooks = webhookNames(names);
-  const consumers = [commandConsumerSpec(config, names, 'work'), dispatchConsumerSpec(config, names)];
+  const consumers = [
+    commandConsumerSpec(config, names, 'work'),
+    dispatchConsumerSpec(config, names),
+    revocationRelayConsumerSpec(config, names),
+  ];
   // The authority consumes the command stream only while budget commands travel over JetStream (ADR 0025).
   if (config.nats.budget_commands === 'jetstream') consumers.unshift(commandConsumerSpec(config, names, 'budget'));
   // Webhooks are delivered by the replicas that deliver (ADR 0040).
@@ -129,12 +140,17 @@ function usedBy(
 ): { streams: string[]; buckets: string[]; durables: string[] } {
   const w = webhookNames(names);
   const shared = [names.budgetEventsStream, names.directoryEventsStream, names.commandsStream, names.deadLetterStream];
-  const buckets = [names.commandRepliesBucket, leaseBucketName(names.namespace), names.signatureReplayBucket];
+  const buckets = [
+    names.commandRepliesBucket,
+    leaseBucketName(names.namespace),
+    names.signatureReplayBucket,
+    names.revocationsBucket,
+  ];
   return service === 'budget-authority'
     ? {
         streams: [...shared, w.eventsStream, w.outboxStream],
         buckets: [...buckets, names.idempotencyBucket],
-        durables: [durableNameFor('budget'), w.fanoutDurable, w.deliveryDurable],
+        durables: [durableNameFor('budget'), w.fanoutDurable, w.deliveryDurable, REVOCATION_RELAY_CONSUMER],
       }
     : {
         // The budget events are read for the grants an MCP session offers (never written).

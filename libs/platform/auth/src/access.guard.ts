@@ -99,6 +99,11 @@ export class AccessGuard implements CanActivate {
         [],
         result.message,
       );
+    // Named apart (ADR 0049): a revoked token is refused here, before it reaches the ledger.
+    if (result.refused === 'revoked')
+      throw new ProblemException(401, 'token_revoked', 'The capability was revoked', [], result.message, {
+        'WWW-Authenticate': WWW_AUTHENTICATE,
+      });
     throw unauthorized(result.message);
   }
 }
