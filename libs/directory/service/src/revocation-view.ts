@@ -49,7 +49,9 @@ export class RevocationView implements RevocationLookup {
 
   /** Reads the bucket to its end, then keeps following it. */
   async start(): Promise<void> {
-    const target = (await this.options.jsm.streams.info(this.stream)).state.last_seq;
+    const { state } = await this.options.jsm.streams.info(this.stream);
+    // Entries age out oldest first, so the last sequence is a message unless none is left.
+    const target = state.messages === 0 ? 0 : state.last_seq;
     this.loop = this.follow();
     await this.waitFor(target, this.options.startTimeoutMs);
   }
