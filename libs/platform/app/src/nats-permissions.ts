@@ -59,10 +59,30 @@ function durable(stream: string, consumer: string): string[] {
   ];
 }
 
-/** A KV bucket, read and written by key (`>`: every key). */
+/**
+ * A KV bucket, read and written by key (`>`: every key). Writing a key is publishing on its
+ * subject; the buckets refuse roll-up headers (ADR 0051), so that right never reaches a
+ * key of another.
+ */
 function kv(bucket: string, key = '>'): string[] {
-  const stream = kvStreamName(bucket);
-  return [`$KV.${bucket}.${key}`, `${API}.DIRECT.GET.${stream}.$KV.${bucket}.${key}`];
+  return [`$KV.${bucket}.${key}`, ...kvRead(bucket, key)];
+}
+
+/** Reading a KV bucket by key (direct get), never writing it. */
+function kvRead(bucket: string, key = '>'): string[] {
+  return [`${API}.DIRECT.GET.${kvStreamName(bucket)}.$KV.${bucket}.${key}`];
+}
+
+/** Every bucket of the namespace: the durability report and a bucket's binding read their stream info. */
+function allBuckets(n: TallyNames): string[] {
+  return [
+    n.commandRepliesBucket('budget'),
+    n.commandRepliesBucket('work'),
+    leaseBucketName(n.namespace),
+    n.idempotencyBucket,
+    n.signatureReplayBucket('budget'),
+    n.signatureReplayBucket('work'),
+  ];
 }
 
 /** The durability report on /readyz reads every Tally stream's info (metadata only). */
@@ -78,9 +98,7 @@ function streamInfos(n: TallyNames): string[] {
     n.deadLetterStream,
     w.eventsStream,
     w.outboxStream,
-    ...[n.commandRepliesBucket, leaseBucketName(n.namespace), n.idempotencyBucket, n.signatureReplayBucket].map(
-      kvStreamName,
-    ),
+    ...allBuckets(n).map(kvStreamName),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
 }
@@ -108,14 +126,15 @@ function authority(n: TallyNames): NatsUserPermissions {
         ...readStream(n.directoryEventsStream),
         ...orderedConsumers(n.directoryEventsStream, n.directoryEventsWildcard),
         // Budget commands over JetStream (nats.budget_commands: jetstream, ADR 0003): the
-        // durable consumer, the reply cache, and the answer to the orchestrator's command inbox.
+        // durable consumer, its own reply cache, and the answer to the orchestrator's command inbox.
         ...durable(n.commandsStream, durableNameFor('budget')),
-        ...kv(n.commandRepliesBucket),
+        ...kv(n.commandRepliesBucket('budget')),
         `${serviceInboxPrefix('agent-orchestrator')}.>`,
         ...leases(n, service),
         // Idempotency-Key records of HTTP calls (ADR 0023): created and read by key.
         ...kv(n.idempotencyBucket),
-        ...kv(n.signatureReplayBucket),
+        // The signatures spent at the authority's routes (ADR 0011), in its own bucket (ADR 0051).
+        ...kv(n.signatureReplayBucket('budget')),
         // Tenant webhooks (ADR 0040): their ledger and outbox, the fan-out's consumer on the
         // budget events and the delivery worker's on the outbox.
         w.eventsWildcard,
@@ -162,9 +181,11 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         `${API}.DIRECT.GET.${n.budgetEventsStream}.>`,
         ...durable(n.workQueueStream, DISPATCH_CONSUMER),
         ...durable(n.commandsStream, durableNameFor('work')),
-        ...kv(n.commandRepliesBucket),
+        // Its own reply cache (work commands), and the authority's read for budget commands whose reply went astray.
+        ...kv(n.commandRepliesBucket('work')),
+        ...kvRead(n.commandRepliesBucket('budget')),
         ...leases(n, service),
-        ...kv(n.signatureReplayBucket),
+        ...kv(n.signatureReplayBucket('work')),
         // Work submitted over NATS (ADR 0003) is answered on the submitter's inbox, named in a
         // header; never the authority's or the operator's.
         '_INBOX.>',
