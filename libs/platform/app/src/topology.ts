@@ -122,7 +122,8 @@ function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
     leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, replicas),
     // The Idempotency-Key records of the authority's HTTP calls (ADR 0023).
     idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
-    // Spent subject signatures (ADR 0011), one bucket per verifying service, kept for the longest window any allowed skew needs.
+    // Spent subject signatures (ADR 0011), one bucket per verifying service, kept for the
+    // longest window any allowed skew needs.
     signatureReplayBucketSpec(names, 'budget', replicas),
     signatureReplayBucketSpec(names, 'work', replicas),
   ];
