@@ -151,7 +151,9 @@ function entryProblem(entry: BackupStreamEntry, namespace: string, seen: Readonl
     return `kind ${String(entry.kind)} is not a stream a backup holds`;
   const stream = BACKUP_STREAM_KINDS[entry.kind](tallyNames(namespace));
   if (entry.name !== stream || entry.config?.name !== stream)
-    return `a ${entry.kind} entry must name ${stream}, not ${String(entry.name)} (config ${String(entry.config?.name)})`;
+    return (
+      `a ${entry.kind} entry must name ${stream}, ` + `not ${String(entry.name)} (config ${String(entry.config?.name)})`
+    );
   if (seen.has(stream)) return `${stream} is named twice`;
   if (typeof entry.file !== 'string' || !/^[0-9a-f]{64}$/.test(String(entry.sha256)))
     return `${stream} has no file or sha256`;

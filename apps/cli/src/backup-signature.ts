@@ -57,7 +57,8 @@ export async function trustedKeysOf(config: TallyConfig, keysFile: string | unde
   if (!keyring)
     throw usageError(
       "tally restore checks the backup's signature against the authority's keys, and this machine holds none",
-      'Pass the published keys (GET /v1/keys or /.well-known/jwks.json saved to a file) as --keys FILE, or run it with the authority’s key (TALLY_SIGNING_KEY, authority.keyring_dir).',
+      'Pass the published keys (GET /v1/keys or /.well-known/jwks.json saved to a file) as --keys FILE, ' +
+        'or run it with the authority’s key (TALLY_SIGNING_KEY, authority.keyring_dir).',
     );
   return { keys: publicHalves(keyring), source: 'the authority keys on this machine' };
 }

@@ -18,7 +18,8 @@ export async function provision(): Promise<number> {
     await provisionTopology(nats.jsm, tallyTopology(config, names), say);
     for (const bucket of await retiredBucketsPresent(nats.jsm, names))
       say(
-        `KV bucket ${bucket} is no longer used (ADR 0051): delete it once no replica of an earlier release runs (nats kv del ${bucket})`,
+        `KV bucket ${bucket} is no longer used (ADR 0051): ` +
+          `delete it once no replica of an earlier release runs (nats kv del ${bucket})`,
       );
     return ExitCode.ok;
   } catch (error) {

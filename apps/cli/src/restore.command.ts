@@ -26,7 +26,7 @@ export interface RestoreOptions {
   readonly from: string;
   /** Restore onto a cluster of another size: the streams' replica count (default: as backed up). */
   readonly replicas?: number;
-  /** Published keys (GET /v1/keys or the JWKS, saved) to check the signature with, instead of this machine's keyring. */
+  /** Published keys (GET /v1/keys or the JWKS, saved) to check the signature with, not this machine's keyring. */
   readonly keys?: string;
   /** Deletes the existing empty streams the backup replaces without asking. */
   readonly yes: boolean;
@@ -96,7 +96,8 @@ function snapshotOf(entry: BackupStreamEntry, options: RestoreOptions): { config
  * operator answers yes at a terminal. Otherwise refused, naming each stream, before anything changes.
  */
 async function confirmDeletion(streams: readonly string[], yes: boolean): Promise<void> {
-  const what = `${streams.join(', ')} already exist${streams.length === 1 ? 's' : ''}, empty; restoring replaces (deletes) ${streams.length === 1 ? 'it' : 'them'}`;
+  const one = streams.length === 1;
+  const what = `${streams.join(', ')} already exist${one ? 's' : ''}, empty; restoring replaces (deletes) ${one ? 'it' : 'them'}`;
   if (yes) return;
   if (process.stdin.isTTY) {
     const prompt = createInterface({ input: process.stdin, output: process.stderr });

@@ -10,7 +10,8 @@ export function restoreCommand(): Command {
     .option('--replicas <n>', "the restored streams' replica count (default: as backed up)")
     .option(
       '--keys <file>',
-      "check the manifest's signature against these published keys (GET /v1/keys or the JWKS, saved); default: this machine's authority keys",
+      "check the manifest's signature against these published keys (GET /v1/keys or the JWKS, saved); " +
+        "default: this machine's authority keys",
     )
     .option('--yes', 'delete the empty streams the backup replaces without asking')
     .action(
