@@ -20,6 +20,7 @@ export * from './oidc-config.js';
 export * from './signature-replay.js';
 export * from './topology.js';
 export * from './nats-permissions.js';
+export * from './nats-config-files.js';
 export * from './webhooks-config.js';
 export * from './service-metrics.js';
 export * from './tracing.js';

@@ -35,6 +35,7 @@ import {
 } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
 import { openSubjectSignatures } from './signature-replay.js';
+import { commandServiceOf } from './topology.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 import { httpSpans, startTracing } from './tracing.js';
 import { openApiPartsOf } from './openapi-from-dtos.js';
@@ -133,7 +134,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   readiness.add(projections.readiness());
 
   const authenticator = await definition.access(ctx);
-  const signatures = await openSubjectSignatures(config, nats);
+  const signatures = await openSubjectSignatures(config, nats, commandServiceOf(definition.service));
   const app = await createHttpApp(definition, ctx, authenticator, signatures);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
   for (const strategy of (await definition.transports?.(ctx)) ?? [])
