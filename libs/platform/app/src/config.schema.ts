@@ -103,6 +103,11 @@ export class DatabaseConfig {
 export class AuthorityConfig {
   @IsInt() @Min(1) @Max(65_535) http_port = 7401;
   @IsInt() @Min(1_000) @Max(86_400_000) hold_ttl_ms = 600_000;
+  /**
+   * How long past its TTL an admitted hold waits for its settlement; then the sweep realizes it
+   * in full and records a settlement_missing ambiguity (B20, ADR 0047).
+   */
+  @IsInt() @Min(0) @Max(86_400_000) unsettled_grace_ms = 600_000;
   @IsInt() @Min(100) @Max(3_600_000) expiry_interval_ms = 5_000;
   @IsInt() @Min(100) @Max(3_600_000) reconcile_interval_ms = 10_000;
   @IsInt() @Min(1) @Max(10_000) sweep_batch_max = 256;
