@@ -3,7 +3,7 @@
 // lets request handlers wait until their own append has been projected.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { EventRegistry } from '@tally/contracts';
-import { pollCheckpoint, ProjectionRunner, type Projection } from '@tally/platform-typeorm';
+import { pollCheckpoint, ProjectionRunner, QUARANTINE_LIMITS, type Projection } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { JsonLogger } from './json-logger.js';
 import type { ReadinessCheck } from './health.js';
@@ -70,6 +70,7 @@ export class ProjectionHost implements Projections {
           prefetchMessagesMax: 4_096,
           idleHeartbeatMs: 5_000,
           pullExpiresMs: 30_000,
+          ...QUARANTINE_LIMITS,
           ...(options.onCommitted
             ? { onCommitted: (checkpoint: number) => options.onCommitted!(spec.projection.name, checkpoint) }
             : {}),

@@ -2,7 +2,7 @@
 // projection lease held so no live runner races it) or into a scratch database to prove
 // the live rows are exactly what the events say (`tally replay --verify`).
 import type { JetStreamClient } from '@nats-io/jetstream';
-import { ProjectionRunner, projectionDigest, type CatchUpResult } from '@tally/platform-typeorm';
+import { ProjectionRunner, projectionDigest, QUARANTINE_LIMITS, type CatchUpResult } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { NatsRuntime } from './nats-runtime.js';
 import type { ProjectionSpec } from './projection-host.js';
@@ -24,6 +24,7 @@ export function runnerFor(js: JetStreamClient, dataSource: DataSource, spec: Pro
     prefetchMessagesMax: 8_192,
     idleHeartbeatMs: 5_000,
     pullExpiresMs: 30_000,
+    ...QUARANTINE_LIMITS,
   });
 }
 
