@@ -1,6 +1,8 @@
 // Reads for the API, from the projections only. A GET right after a 202 sees the unit
 // because submit and abort answer only once the projection has committed their own
 // sequence (read-your-writes, WorkSubmission), so no read falls back to the event stream.
+// A unit the projection has quarantined (ADR 0045) is refused with 503, not read stale,
+// and so is a session that holds one.
 import type {
   ProjectedEntry,
   ProjectedMessage,
@@ -9,6 +11,9 @@ import type {
   WorkScope,
 } from '@tally/orchestrator-projections';
 import { resolveOutput } from '@tally/orchestrator-application';
+import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
+import { quarantinedProblem } from '@tally/platform-app';
+import type { QuarantineWatch } from '@tally/platform-typeorm';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export interface WorkStatusBody {
@@ -23,10 +28,19 @@ export interface WorkStatusBody {
 export const SESSION_ENTRIES_MAX = 10_000;
 
 export class WorkReads {
-  constructor(private readonly rt: OrchestratorRuntime) {}
+  constructor(
+    private readonly rt: OrchestratorRuntime,
+    private readonly quarantine: QuarantineWatch,
+  ) {}
+
+  /** Whether the caller may see the unit, from the projection, quarantined or not (an abort needs no more). */
+  async visible(workId: string, scope: WorkScope): Promise<boolean> {
+    return (await this.rt.reads.unit(workId, scope)) !== undefined;
+  }
 
   async status(workId: string, scope: WorkScope): Promise<WorkStatusBody | undefined> {
     const row = await this.rt.reads.unit(workId, scope);
+    await this.refuseQuarantined(workId, row !== undefined);
     if (!row) return undefined;
     return {
       work_id: row.work_id,
@@ -54,7 +68,26 @@ export class WorkReads {
 
   async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
     const row = await this.rt.reads.unit(workId, scope);
+    await this.refuseQuarantined(workId, row !== undefined);
     return row?.receipt ? (row.receipt as WireReceipt) : undefined;
+  }
+
+  /**
+   * 503 for a quarantined unit the caller may see, or that nobody can (its first event may be
+   * the one set aside); a caller who may not see an existing unit keeps its 404.
+   */
+  private async refuseQuarantined(workId: string, visible: boolean): Promise<void> {
+    const entry = this.quarantine.find(WORK_UNITS_PROJECTION, workId);
+    if (entry && (visible || !(await this.rt.reads.unit(workId)))) throw quarantinedProblem(entry, 'work unit');
+  }
+
+  /** A session's log and messages are refused while one of its units is quarantined: that turn would be stale. */
+  private async refuseQuarantinedSession(sessionId: string, scope: WorkScope): Promise<void> {
+    if (!this.quarantine.all().some((e) => e.projection === WORK_UNITS_PROJECTION)) return;
+    for (const workId of await this.rt.reads.sessionUnitIds(sessionId, SESSION_ENTRIES_MAX, scope)) {
+      const entry = this.quarantine.find(WORK_UNITS_PROJECTION, workId);
+      if (entry) throw quarantinedProblem(entry, 'session');
+    }
   }
 
   async sessionLog(
@@ -62,6 +95,7 @@ export class WorkReads {
     scope: WorkScope,
   ): Promise<{ entries: ProjectedEntry[]; warnings: ProjectionWarning[] } | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
+    await this.refuseQuarantinedSession(sessionId, scope);
     const [entries, warnings] = await Promise.all([
       this.rt.reads.sessionLog(sessionId, SESSION_ENTRIES_MAX, scope),
       this.rt.reads.sessionWarnings(sessionId, scope),
@@ -71,6 +105,7 @@ export class WorkReads {
 
   async sessionMessages(sessionId: string, scope: WorkScope): Promise<ProjectedMessage[] | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
+    await this.refuseQuarantinedSession(sessionId, scope);
     const rows = await this.rt.reads.sessionMessagesOfUnits(sessionId, SESSION_ENTRIES_MAX, scope);
     const out: ProjectedMessage[] = [];
     for (const { work_id, role, content } of rows)

@@ -11,6 +11,7 @@ export * from './projection-runner.js';
 export * from './projection-failures.js';
 export { aggregateIdOf, QUARANTINE_LIMITS, type QuarantineLimits } from './aggregate-quarantine.js';
 export * from './quarantine-store.js';
+export * from './quarantine-watch.js';
 export type { RetryOutcome } from './quarantine-retry.js';
 export * from './commit-watch.js';
 export * from './bulk-write.js';

@@ -5,94 +5,28 @@
 // An event that cannot be projected stops only its own aggregate (ADR 0045): the runner
 // finds it, records it in the quarantine table, steps the checkpoint over it and skips its
 // aggregate's later events; a transient failure still halts the runner, to be restarted.
-import type { JetStreamClient } from '@nats-io/jetstream';
-import type { EventRegistry } from '@tally/contracts';
 import { HistoryGap, type StoredEvent } from '@tally/eventing';
-import type { DataSource } from 'typeorm';
-import { AggregateQuarantine, type QuarantineLimits } from './aggregate-quarantine.js';
+import { AggregateQuarantine } from './aggregate-quarantine.js';
 import { assertAscending, countCommits, traced } from './batch-trace.js';
 import { advanceCheckpoint, deleteCheckpoint, readCheckpoint } from './checkpoint-store.js';
 import { CommitWatch } from './commit-watch.js';
 import { qualifiedTable } from './data-source.js';
-import { EventBatchReader, UndecodableEvent, type EventReadLimits } from './event-batches.js';
+import { EventBatchReader, UndecodableEvent } from './event-batches.js';
 import { isTransientFailure } from './projection-failures.js';
 import type { Projection } from './projection.js';
 import type { QuarantinedAggregate } from './quarantine.entity.js';
+import {
+  ProjectionHalted,
+  type BatchOutcome,
+  type CatchUpOptions,
+  type CatchUpResult,
+  type LoopPlan,
+  type ProjectionRunnerOptions,
+} from './runner-contract.js';
 import { retryAggregate, undecodableFact, type RetryOutcome } from './quarantine-retry.js';
 import { deleteQuarantine } from './quarantine-store.js';
 
-export interface ProjectionRunnerOptions extends EventReadLimits, QuarantineLimits {
-  readonly js: JetStreamClient;
-  readonly dataSource: DataSource;
-  readonly registry: EventRegistry;
-  readonly projection: Projection;
-  /**
-   * Most events applied in one transaction. A batch holds whole commits only, because the
-   * checkpoint is a stream sequence; a single commit bigger than this is applied alone.
-   */
-  readonly batchSizeMax: number;
-  /** Longest wait, after a batch's first event, for more events to join it. */
-  readonly batchWaitMs: number;
-  /** During catch-up, how long the stream may stay silent before the replay is declared stalled. */
-  readonly catchUpStallMs: number;
-  /** Told each new checkpoint this runner starts from or commits (e.g. to wake readers in another thread). */
-  readonly onCommitted?: (checkpoint: number) => void;
-  /** Told each aggregate this runner quarantines, once its row has committed (to log it, to refuse its reads at once). */
-  readonly onQuarantined?: (row: QuarantinedAggregate) => void;
-}
-
-export interface BatchOutcome {
-  readonly applied: number;
-  /** Events at or below the checkpoint: already committed, ignored. */
-  readonly ignored: number;
-  /** Events above the checkpoint not applied because their aggregate is quarantined. */
-  readonly skipped: number;
-  readonly checkpoint: number;
-}
-
-export interface CatchUpResult {
-  /** Events applied (a commit may carry several). */
-  readonly events: number;
-  readonly batches: number;
-  readonly checkpoint: number;
-}
-
-export interface CatchUpOptions {
-  /** Called after each committed batch with commits (stream messages) read so far and to read in all. */
-  readonly onProgress?: (done: number, total: number) => void;
-}
-
-/** The runner stopped on a transient failure, a moved checkpoint or a gap in the stream: it is restarted, nothing is quarantined. */
-export class ProjectionHalted extends Error {
-  override readonly name = 'ProjectionHalted';
-  constructor(
-    readonly projection: string,
-    readonly checkpoint: number,
-    cause: unknown,
-  ) {
-    super(
-      `projection ${projection} halted after checkpoint ${checkpoint}: ${cause instanceof Error ? cause.message : String(cause)}`,
-      { cause },
-    );
-  }
-}
-
-interface LoopPlan {
-  limit(): number;
-  /** Most commits (stream messages) the next batch may hold. */
-  commitsMax(): number | undefined;
-  readonly firstWaitMs: number | undefined;
-  readonly stop: Promise<void>;
-  readonly stopAtEnd: boolean;
-  /** Whether to read another batch once the current one has been read. */
-  more(): boolean;
-  onBatch(batch: readonly StoredEvent[]): void;
-  onCommitted?(): void;
-  /** A message that does not decode was set aside (its aggregate quarantined). */
-  onSetAside?(): void;
-  /** A read returned nothing: end the loop, read again, or throw. */
-  onEmpty(): 'end' | 'again';
-}
+export * from './runner-contract.js';
 
 export class ProjectionRunner {
   private active: 'catch-up' | 'follow' | 'retry' | undefined;
@@ -181,7 +115,10 @@ export class ProjectionRunner {
       return await this.applyBatch(batch);
     } catch (error) {
       if (isTransientFailure(error)) throw error;
-      return this.quarantine.isolate(batch, (commit) => this.applyBatch(commit));
+      const outcome = await this.quarantine.isolate(batch, (commit) => this.applyBatch(commit));
+      // The last commit may have been set aside, which applyBatch did not see.
+      this.noteCommitted(outcome.checkpoint);
+      return outcome;
     }
   }
 
@@ -209,7 +146,9 @@ export class ProjectionRunner {
     const outcomes: RetryOutcome[] = [];
     // One aggregate after the other: a retry is rare, and each holds its reader and transaction only briefly.
     for (const row of await this.quarantined()) {
-      outcomes.push(await retryAggregate({ ...o, limits: o }, row));
+      const outcome = await retryAggregate({ ...o, limits: o }, row);
+      o.onRetried?.(outcome);
+      outcomes.push(outcome);
     }
     await this.quarantine.load();
     return outcomes;

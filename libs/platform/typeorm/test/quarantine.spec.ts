@@ -247,8 +247,10 @@ async function holdWriteLock(kind: DatabaseKindUnderTest, db: TestDatabase): Pro
     let open = true;
     return {
       release: async () => {
-        if (open) (other.exec('ROLLBACK'), other.close());
+        if (!open) return;
         open = false;
+        other.exec('ROLLBACK');
+        other.close();
       },
     };
   }
@@ -260,8 +262,10 @@ async function holdWriteLock(kind: DatabaseKindUnderTest, db: TestDatabase): Pro
   let open = true;
   return {
     release: async () => {
-      if (open) await client.query('ROLLBACK').then(() => client.end());
+      if (!open) return;
       open = false;
+      await client.query('ROLLBACK');
+      await client.end();
     },
   };
 }
