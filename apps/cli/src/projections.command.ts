@@ -17,7 +17,7 @@ import {
   type ProjectionSet,
   type TallyConfig,
 } from '@tally/platform-app';
-import { listQuarantine, readCheckpoint, type RetryOutcome } from '@tally/platform-typeorm';
+import type { RetryOutcome } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import { CliError, ExitCode, usageError } from './cli/exit-codes.js';
 import { printHeading, printJson, printTable } from './cli/output.js';
@@ -81,6 +81,8 @@ export async function projectionsStatus(options: { service?: string; json: boole
 }
 
 async function statusOf(set: ProjectionSet, nats: NatsRuntime, database: DataSource): Promise<ProjectionStatus[]> {
+  // Loaded here, as replay.command.ts loads it: the CLI's other commands never pay for TypeORM.
+  const { listQuarantine, readCheckpoint } = await import('@tally/platform-typeorm');
   const out: ProjectionStatus[] = [];
   for (const { projection } of set.specs(nats.names)) {
     const checkpoint = await readCheckpoint(database.manager, projection.name, projection.stream);
