@@ -2,8 +2,9 @@
 // written raw to two trees' subjects, one with an amount past what the database column holds
 // and one a database constraint refuses, quarantine only their trees. Their reads answer 503
 // naming the quarantine, another tenant's tree used after them reads current, the metric,
-// /readyz and `tally projections status` show both, and a restart after the constraint is
-// lifted retries that tree: it leaves quarantine and its new rows appear.
+// /readyz and `tally projections status` show both, a restart after the constraint is lifted
+// retries that tree (it leaves quarantine, its new rows appear), and `tally projections retry`
+// with the service stopped keeps the tree still broken quarantined.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { budgetEventRegistry } from '@tally/budget-application';
 import Database from 'better-sqlite3';
@@ -148,6 +149,30 @@ describe('ADR 0045: one event that cannot be projected stops only its own budget
       'one quarantined tree in the metric',
     );
     expect(metrics).toContain('tally_projection_quarantined_aggregates');
+  }, 240_000);
+
+  it('ADR 0045 tally projections retry refuses while a service holds the projector lease, and with it stopped retries with this release: the tree still broken stays quarantined (exit 1)', async () => {
+    const held = await runTally(['projections', 'retry', '--service', 'budget-authority'], stack.env, 120_000);
+    expect(held.code).toBe(1);
+    expect(held.stderr).toContain('holds the projector lease');
+    await stack.processes.at(-1)!.stop();
+    const retried = await eventually(
+      () => runTally(['projections', 'retry', '--service', 'budget-authority', '--json'], stack.env, 120_000),
+      // The stopped replica's lease lives on for its TTL; until then the command refuses.
+      (run) => !run.stderr.includes('holds the projector lease'),
+      60_000,
+      'the projector lease to be free',
+    );
+    expect(retried.code).toBe(1);
+    expect(JSON.parse(retried.stdout)['retried']).toEqual([
+      {
+        projection: 'budget-ledger',
+        subject: stack.names.budgetEventSubject(overflowTree['id'] as string),
+        aggregateId: overflowTree['id'],
+        result: 'quarantined',
+        applied: 0,
+      },
+    ]);
   }, 240_000);
 });
 
