@@ -21,7 +21,7 @@ const key = (projection: string, aggregateId: string) => `${projection}\u0000${a
 
 export class QuarantineWatch {
   private entries = new Map<string, QuarantineEntry>();
-  /** Entries told since the last refresh began: a refresh that read the table before they committed keeps them. */
+  /** Entries told since the last refresh began: that refresh may have read the table before they committed. */
   private noted = new Map<string, QuarantineEntry>();
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
@@ -47,16 +47,14 @@ export class QuarantineWatch {
   /** Replaces the copy with the table's rows; concurrent callers share one read. A failed read keeps the last copy. */
   refresh(): Promise<void> {
     this.refreshing ??= (async () => {
-      const noted = this.noted;
+      // Rows told before this read began had committed by then, so the read sees them; those
+      // told while it runs may have committed after it looked, so they are kept on top of it.
       this.noted = new Map();
       try {
         const rows = await listQuarantine(this.dataSource.manager);
         const entries = new Map(rows.map((row) => [key(row.projection, row.aggregateId), quarantineEntryOf(row)]));
-        for (const [k, entry] of noted) if (!entries.has(k)) entries.set(k, entry);
+        for (const [k, entry] of this.noted) if (!entries.has(k)) entries.set(k, entry);
         this.entries = entries;
-      } catch (error) {
-        for (const [k, entry] of noted) this.noted.set(k, entry);
-        throw error;
       } finally {
         this.refreshing = undefined;
       }
