@@ -92,7 +92,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
           { provide: ToolServers, useValue: toolServersOf() },
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
-          { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }) },
+          { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }, ctx.quarantine) },
           { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],

@@ -3,6 +3,7 @@ export * from './config.loader.js';
 export * from './json-logger.js';
 export * from './health.js';
 export * from './problem.js';
+export * from './quarantine-reads.js';
 export * from './boot.js';
 export * from './nats-runtime.js';
 export * from './projection-lease.js';

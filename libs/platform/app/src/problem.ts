@@ -68,7 +68,8 @@ export class ProblemFilter implements ExceptionFilter {
     const req = http.getRequest<HttpRequestLike>();
     const res = http.getResponse<HttpResponseLike>();
     const problem = toProblem(exception);
-    if (problem.status >= 500) this.onUnexpected?.(exception);
+    // A ProblemException is an answer the code chose (a quarantined aggregate's 503 is logged once, by its projector).
+    if (problem.status >= 500 && !(exception instanceof ProblemException)) this.onUnexpected?.(exception);
     if ((exception instanceof RejectedInput || problem.status === 400 || problem.status === 413) && this.sink) {
       const rejected = {
         method: req.method,

@@ -19,6 +19,7 @@ import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
 import { sizeLimitsOf } from '@tally/contracts';
 import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
+import { QuarantineWatch, type QuarantineEntry } from '@tally/platform-typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
 import { JsonLogger, requestOfLog } from './json-logger.js';
@@ -36,6 +37,7 @@ import {
 import { ProjectionLease } from './projection-lease.js';
 import { openSubjectSignatures } from './signature-replay.js';
 import { commandServiceOf } from './topology.js';
+import { QUARANTINE_REFRESH_MS, quarantineReadiness } from './quarantine-reads.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 import { httpSpans, startTracing } from './tracing.js';
 import { openApiPartsOf } from './openapi-from-dtos.js';
@@ -55,6 +57,8 @@ export interface HostContext {
   readonly metrics: MetricsRegistry;
   readonly readiness: ReadinessRegistry;
   readonly projections: Projections;
+  /** The aggregates the projections have quarantined (ADR 0045): their reads answer 503. */
+  readonly quarantine: QuarantineWatch;
 }
 
 export interface BackgroundTask {
@@ -123,15 +127,16 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   metrics.registry.registerMetric(deadLettersWritten);
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
-  const { projections, described } = await startProjections(definition, base);
+  const { projections, described, quarantine } = await startProjections(definition, base);
   registerProjectionMetrics(metrics.registry, nats.jsm, dataSource, described, [nats.names.deadLetterStream]);
-  const ctx: HostContext = { ...base, projections };
+  const ctx: HostContext = { ...base, projections, quarantine };
   readiness.add(nats.readiness);
   readiness.add({
     name: 'database',
     check: async () => (await dataSource.query('SELECT 1'), { ok: true, details: { kind: dataSource.options.type } }),
   });
   readiness.add(projections.readiness());
+  readiness.add(quarantineReadiness(quarantine));
 
   const authenticator = await definition.access(ctx);
   const signatures = await openSubjectSignatures(config, nats, commandServiceOf(definition.service));
@@ -151,6 +156,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
     for (const task of background) await task.stop();
     await app.close();
     await projections.stop();
+    quarantine.stop();
     await dataSource.destroy();
     await nats.close();
     await tracing.shutdown().catch(() => undefined);
@@ -164,9 +170,13 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
  */
 async function startProjections(
   definition: ServiceDefinition,
-  base: Omit<HostContext, 'projections'>,
-): Promise<{ projections: Projections; described: ProjectionOfStream[] }> {
+  base: Omit<HostContext, 'projections' | 'quarantine'>,
+): Promise<{ projections: Projections; described: ProjectionOfStream[]; quarantine: QuarantineWatch }> {
   const { config, logger, nats, dataSource, instanceId, service } = base;
+  // Read before the projections start, so no read is answered from a quarantined aggregate's rows meanwhile.
+  const quarantine = new QuarantineWatch(dataSource, { refreshMs: QUARANTINE_REFRESH_MS });
+  await quarantine.start();
+  const onQuarantined = (entry: QuarantineEntry) => quarantine.note(entry);
   const specs = definition.projector.module.specs({ config, names: nats.names, logger });
   const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
   let projections: Projections;
@@ -182,6 +192,7 @@ async function startProjections(
       stopTimeoutMs: 15_000,
       restartDelayMaxMs: PROJECTION_HOST_LIMITS.restartDelayMaxMs,
       waitPollMs: PROJECTION_HOST_LIMITS.waitPollMs,
+      onQuarantined,
     });
   } else {
     const lease = await ProjectionLease.open({
@@ -192,10 +203,18 @@ async function startProjections(
       ttlMs: PROJECTOR_LEASE_TTL_MS,
       replicas: config.streams.replicas,
     });
-    projections = new ProjectionHost({ ...PROJECTION_HOST_LIMITS, js: nats.js, dataSource, specs, lease, logger });
+    projections = new ProjectionHost({
+      ...PROJECTION_HOST_LIMITS,
+      js: nats.js,
+      dataSource,
+      specs,
+      lease,
+      logger,
+      onQuarantined,
+    });
   }
   await projections.start();
-  return { projections, described };
+  return { projections, described, quarantine };
 }
 
 async function createHttpApp(
