@@ -10,14 +10,17 @@ export type TokenEncoding = (typeof TOKEN_ENCODINGS)[number];
 export type TokenCount = (text: string) => number | undefined;
 
 /**
- * The longest run of whitespace or of non-whitespace a text may hold to be tokenized. Byte-pair
- * merging is quadratic in the length of one pre-token, and a pre-token never spans more than
- * two such runs (punctuation may take the line breaks after it). Measured for ADR 0042: 16,000
- * CJK characters without a space take 1.3 s and 100,000 take 65 s, while text whose runs are at
- * most 1,024 characters encodes at about 2 µs per byte. A text with a longer run is left to its
- * byte bound.
+ * The longest run a text may hold to be tokenized, in UTF-16 units. Byte-pair merging is
+ * quadratic in the length of one pre-token, and the encodings' pre-tokenizers cut text into
+ * runs of letters (with their combining marks), of other symbols (marks count there too), of
+ * whitespace, and digits by three, joining at most a leading character and trailing line
+ * breaks. Measured for ADR 0042: 16,000 CJK characters in one run take 1.3 s and 100,000 take
+ * 65 s, while 32 KiB in runs of at most 256 take 20 to 160 ms (a few µs per byte). A text with
+ * a longer run (CJK without punctuation, a wall of one symbol) is left to its byte bound.
  */
-export const TOKENIZE_RUN_CHARS_MAX = 1_024;
+export const TOKENIZE_RUN_CHARS_MAX = 256;
+/** One pattern per kind of run; each is a single greedy class, so each pass is linear. */
+const RUNS = [/[\p{L}\p{M}]+/gu, /[^\s\p{L}\p{N}]+/gu, /\s+/gu];
 
 interface Encoder {
   countTokens(text: string, options: { disallowedSpecial: Set<string> }): number;
@@ -47,33 +50,9 @@ function counterOf(encoder: Encoder): TokenCount {
   return (text) => (longestRun(text) > TOKENIZE_RUN_CHARS_MAX ? undefined : encoder.countTokens(text, asText));
 }
 
-/** The longest run of whitespace or of non-whitespace, in UTF-16 units, in one linear pass. */
+/** The longest run of letters, of other symbols or of whitespace, in UTF-16 units. */
 export function longestRun(text: string): number {
   let longest = 0;
-  let run = 0;
-  let spaces = false;
-  for (let i = 0; i < text.length; i++) {
-    const space = isSpace(text.charCodeAt(i));
-    run = space === spaces ? run + 1 : 1;
-    spaces = space;
-    if (run > longest) longest = run;
-  }
+  for (const pattern of RUNS) for (const [run] of text.matchAll(pattern)) longest = Math.max(longest, run.length);
   return longest;
-}
-
-/** The tokenizers' whitespace: what `\s` matches in their pre-tokenizing patterns. */
-function isSpace(code: number): boolean {
-  return (
-    (code >= 0x09 && code <= 0x0d) ||
-    code === 0x20 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000 ||
-    code === 0xfeff
-  );
 }

@@ -191,7 +191,7 @@ export class OrchestratorConfig {
   /**
    * The largest prompt, in UTF-8 bytes of its texts, that a model with an `encoding` tokenizes
    * for its hold (ADR 0042); a larger one is held at its byte bound, so tokenizing stays a
-   * bounded cost of each attempt (about 2 µs per byte). 0 never tokenizes.
+   * bounded cost of each attempt (a few µs per byte, on the worker's event loop). 0 never tokenizes.
    */
   @IsInt() @Min(0) @Max(1024 * 1024) prompt_tokenize_bytes_max = 32 * 1024;
   /**
