@@ -262,7 +262,7 @@ describe('the same dialect in and out passes through what the model does not int
     });
   });
 
-  it("ADR 0042 an image's detail reaches an OpenAI provider, since it decides what the image costs", () => {
+  it("O7 an image's detail reaches an OpenAI provider, since it decides what the image costs", () => {
     const image = { type: 'image_url', image_url: { url: 'https://example.test/cat.png', detail: 'low' } };
     const input = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, image] }] };
     const request = neutral(openAiRequestIn(input));

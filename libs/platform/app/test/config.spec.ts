@@ -84,7 +84,7 @@ describe('configuration', () => {
     expect(problems).toMatch(/providers\.0\.models\.m\.currency/);
   });
 
-  it("ADR 0042 a model's prompt settings load (encoding, accepts_images, image_tokens_max), and a bad one is named", () => {
+  it("O7 a model's prompt settings load (encoding, accepts_images, image_tokens_max), and a bad one is named", () => {
     const price = { input_per_mtok_units: 1, output_per_mtok_units: 2, currency: 'USD' };
     const models = { m: { ...price, encoding: 'o200k_base', accepts_images: false, image_tokens_max: 48_169 } };
     const config = loadConfig({
@@ -103,7 +103,7 @@ describe('configuration', () => {
     expect(problems).toMatch(/providers\.0\.models\.m\.image_tokens_max/);
   });
 
-  it('ADR 0042 an encoding on an anthropic-kind model stops the boot: Anthropic publishes no tokenizer', () => {
+  it('O7 an encoding on an anthropic-kind model stops the boot: Anthropic publishes no tokenizer', () => {
     const models = {
       m: { input_per_mtok_units: 1, output_per_mtok_units: 2, currency: 'USD', encoding: 'cl100k_base' },
     };
