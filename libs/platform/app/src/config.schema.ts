@@ -141,10 +141,20 @@ export class AuthorityConfig {
  */
 export const PRICE_UNITS_MAX = 1_000_000_000_000;
 
+/** A model's price, and what its prompts cost it beyond their text (ADR 0042). */
 export class ModelPrice {
   @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) input_per_mtok_units!: number;
   @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) output_per_mtok_units!: number;
   @Matches(/^[A-Z]{3}$/) currency!: string;
+  /**
+   * The model's published encoding (OpenAI kinds only): the hold counts the prompt's texts
+   * exactly instead of by their bytes, up to orchestrator.prompt_tokenize_bytes_max.
+   */
+  @IsOptional() @IsIn(['o200k_base', 'cl100k_base']) encoding?: 'o200k_base' | 'cl100k_base';
+  /** False: a prompt with an image is refused (400) before any call. */
+  @IsOptional() @IsBoolean() accepts_images?: boolean;
+  /** The most tokens one image costs on this model, where that is not its provider's published formula. */
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000) image_tokens_max?: number;
 }
 
 export class ProviderConfig {
@@ -190,6 +200,12 @@ export class OrchestratorConfig {
    * full size and digest, and the unit still completes and is charged once.
    */
   @IsInt() @Min(64 * 1024) @Max(1024 * 1024 * 1024) output_bytes_max = 32 * 1024 * 1024;
+  /**
+   * The largest prompt, in UTF-8 bytes of its texts, that a model with an `encoding` tokenizes
+   * for its hold (ADR 0042); a larger one is held at its byte bound, so tokenizing stays a
+   * bounded cost of each attempt (a few µs per byte, on the worker's event loop). 0 never tokenizes.
+   */
+  @IsInt() @Min(0) @Max(1024 * 1024) prompt_tokenize_bytes_max = 32 * 1024;
   /**
    * 'metered' (the default) admits and settles every paid dispatch with the budget authority.
    * 'unmetered' skips the authority for benchmarks and local experiments; attempts are still
