@@ -19,6 +19,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { COUNT_MAX } from '@tally/contracts';
+import { HttpConfig } from './http-config.js';
 import { WebhooksConfig } from './webhooks-config.js';
 
 export class NatsTlsConfig {
@@ -308,6 +309,7 @@ export class TallyConfig {
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
   @ValidateNested() @Type(() => ConsoleConfig) console = new ConsoleConfig();
+  @ValidateNested() @Type(() => HttpConfig) http = new HttpConfig();
   @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] =
     [];
   @IsArray()

@@ -17,14 +17,17 @@ import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
 import { sizeLimitsOf } from '@tally/contracts';
-import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
+import { deadLettersWritten } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
 import { QuarantineWatch, type QuarantineEntry } from '@tally/platform-typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
 import { JsonLogger, requestOfLog } from './json-logger.js';
 import { startNatsRuntime, type NatsRuntime } from './nats-runtime.js';
-import { problemValidationPipe, ProblemFilter, type RejectedRequest } from './problem.js';
+import { problemValidationPipe, ProblemFilter } from './problem.js';
+import { RefusalGate, refusalLimiterOf } from './refusal-gate.js';
+import { refusalsLimited } from './refusal-limit.js';
+import { deadLetterRequest } from './refused-input.js';
 import { PROJECTION_HOST_LIMITS, ProjectionHost, type Projections } from './projection-host.js';
 import { ProjectionThread } from './projection-thread.js';
 import type { ProjectorDefinition } from './projector.js';
@@ -125,6 +128,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const metrics = new MetricsRegistry();
   nats.watch.registerMetrics(metrics.registry);
   metrics.registry.registerMetric(deadLettersWritten);
+  metrics.registry.registerMetric(refusalsLimited);
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
   const { projections, described, quarantine } = await startProjections(definition, base);
@@ -247,6 +251,9 @@ async function createHttpApp(
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
   app.use(httpSpans(QUIET_PATHS));
+  // Before the body parser: a source or credential refused too often is answered 429 unread (ADR 0050).
+  const refusals = new RefusalGate(refusalLimiterOf(ctx.config.http), QUIET_PATHS);
+  app.use(refusals.middleware());
   // A body becomes (part of) one event, so it may be no larger than an event leaves room for (ADR 0016).
   app.useBodyParser('json', { limit: sizeLimitsOf(ctx.config.streams.max_msg_size_bytes).httpBodyBytesMax });
   // Every route declares who may call it; one without a declaration stops the boot here.
@@ -262,6 +269,7 @@ async function createHttpApp(
     new ProblemFilter(
       (rejected) => deadLetterRequest(ctx, rejected),
       (error) => ctx.logger.error(error),
+      (req, status) => refusals.refuse(req, status),
     ),
   );
   return app;
@@ -307,24 +315,6 @@ export function mountedControllers(app: INestApplication): (abstract new (...arg
     .filter((type): type is NonNullable<typeof type> => typeof type === 'function') as (abstract new (
     ...args: never[]
   ) => object)[];
-}
-
-/** Rejected HTTP input lands in the dead-letter stream with its reason, like a bad message. */
-async function deadLetterRequest(ctx: HostContext, rejected: RejectedRequest): Promise<void> {
-  await publishDeadLetter(
-    ctx.nats.js,
-    ctx.nats.names,
-    {
-      source: `http-${ctx.service}`,
-      reason: 'validation_failed',
-      detail: `${rejected.method} ${rejected.path}`,
-      errors: rejected.errors,
-      originalSubject: `http:${rejected.method}:${rejected.path}`,
-      data: Buffer.from(JSON.stringify(rejected.body ?? null)),
-    },
-    ctx.config.nats.publish_timeout_ms,
-    ctx.config.streams.max_msg_size_bytes,
-  );
 }
 
 function onShutdown(stop: () => Promise<void>): void {
