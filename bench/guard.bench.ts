@@ -242,8 +242,8 @@ export const guardSuite: BenchSuite = {
         bind: 'subject_key',
       });
       const skewSeconds = 30;
-      await ensureKvBucket(js, signatureReplayBucketSpec(names, 1));
-      const shared = await KvReplayLedger.open(js, names.signatureReplayBucket, 5_000);
+      await ensureKvBucket(js, signatureReplayBucketSpec(names, 'budget', 1));
+      const shared = await KvReplayLedger.open(js, names.signatureReplayBucket('budget'), 5_000);
       const signatures = new SubjectSignatures({
         skewSeconds,
         replay: new LayeredReplayLedger(new MemoryReplayLedger(1_000_000), shared),

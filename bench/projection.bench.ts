@@ -19,6 +19,7 @@ import {
   moneyColumn,
   openDataSource,
   ProjectionRunner,
+  QUARANTINE_LIMITS,
   sequenceColumn,
   type Projection,
   type TallyDataSourceOptions,
@@ -239,6 +240,7 @@ async function rebuildOnce(
       projection: usageProjection(names),
       ...READ_LIMITS,
       ...BATCH,
+      ...QUARANTINE_LIMITS,
     });
     const started = performance.now();
     const result = await runner.rebuild();

@@ -7,7 +7,18 @@ describe('tally command line', () => {
   it('item 1: help lists every command with the shared options and the exit codes, and exits 0', async () => {
     const help = await runTally(['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['up', 'replay', 'migrate', 'backup', 'restore', 'receipts', 'audit', 'keys', 'tenants'])
+    for (const command of [
+      'up',
+      'replay',
+      'projections',
+      'migrate',
+      'backup',
+      'restore',
+      'receipts',
+      'audit',
+      'keys',
+      'tenants',
+    ])
       expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     for (const option of ['--authority <url>', '--orchestrator <url>', '--key <key>', '--json'])
       expect(help.stdout).toContain(option);

@@ -149,7 +149,9 @@ describe('issue 9 item 8: backup and restore of the ledger', () => {
     // An online backup of the ledger, with the services running.
     const dir = join(h.dir, 'backup');
     const orchestratorEnv = await h.envFor(0);
-    const backup = await tally(['backup', '--out', dir], orchestratorEnv);
+    // The operator runs backup and restore with the authority's key: it signs the manifest, and the restore checks it.
+    const operatorEnv = { ...orchestratorEnv, ...authorityEnv };
+    const backup = await tally(['backup', '--out', dir], operatorEnv);
     expect({ code: backup.code, output: backup.output }).toMatchObject({ code: 0 });
     expect(backup.output).toContain('backup complete');
     const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { streams: Json[] };
@@ -184,11 +186,11 @@ describe('issue 9 item 8: backup and restore of the ledger', () => {
     await server.wipe();
     await expect(streamState(names.budgetEventsStream)).rejects.toThrow(/stream not found/);
 
-    const restored = await tally(['restore', '--from', dir], orchestratorEnv);
+    const restored = await tally(['restore', '--from', dir], operatorEnv);
     expect({ code: restored.code, output: restored.output }).toMatchObject({ code: 0 });
     expect(restored.output).toContain('restore complete');
     // A second restore is refused: the streams now hold events, and restore never overwrites them.
-    const again = await tally(['restore', '--from', dir], orchestratorEnv);
+    const again = await tally(['restore', '--from', dir], operatorEnv);
     expect(again.code).toBe(1);
     expect(again.output).toMatch(
       /already exists with \d+ messages \(sequences 1\.\.\d+\); restore never overwrites events/,

@@ -1,13 +1,22 @@
 // Proves issue 9 item 1's `tally migrate`: streams made by an earlier release (discard old, a byte limit, purgeable
-// events) are moved to the new policy in place, keeping every message, and a second run finds nothing to do.
+// events) and KV buckets that allowed roll-ups and purges (ADR 0051) are moved in place, keeping every message and
+// key, and a second run finds nothing to do.
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { tallyNames } from '@tally/contracts';
-import { connectNats, tallyStreamSpecs, toStreamConfig, type StreamLimits } from '@tally/platform-jetstream';
+import { leaseBucketName } from '@tally/platform-app';
+import {
+  connectNats,
+  kvStreamName,
+  tallyStreamSpecs,
+  toStreamConfig,
+  type StreamLimits,
+} from '@tally/platform-jetstream';
 import { deleteNamespaceStreams, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 
 const OLD_BYTES = 64 * 1024 * 1024;
@@ -38,7 +47,7 @@ function runCli(args: string[]): Promise<{ code: number | null; output: string }
 }
 
 describe('tally migrate', () => {
-  it('issue 9 item 1: moves streams of the old policy to the new one in place and keeps every event', async () => {
+  it('issue 9 item 1, ADR 0051: moves streams of the old policy and buckets that allowed roll-ups in place, keeping every event and key', async () => {
     const names = tallyNames(namespace);
     const limits: StreamLimits = {
       storage: 'file',
@@ -67,6 +76,15 @@ describe('tally migrate', () => {
       const js = jetstream(nc);
       for (let i = 0; i < 25; i++)
         await js.publish(names.budgetEventSubject(`tree-${i % 3}`), `{"n":${i}}`, { msgID: `old-${i}` });
+      // The idempotency bucket as nats.js made it for the previous release (default limits): roll-ups and purges allowed.
+      const records = names.idempotencyBucket;
+      const oldRecords = await new Kvm(js).create(records, {
+        history: 1,
+        ttl: 86_400_000,
+        max_bytes: 64 * 1024 * 1024,
+        maxValueSize: 1_024,
+      });
+      await oldRecords.put('record', '{}');
 
       const first = await runCli(['migrate']);
       expect(first.code).toBe(0);
@@ -90,11 +108,19 @@ describe('tally migrate', () => {
       });
       expect(budget.state).toMatchObject({ messages: 25, first_seq: 1, last_seq: 25 });
       expect((await jsm.streams.info(names.workQueueStream)).config.discard).toBe(DiscardPolicy.New);
+      expect(first.output).toContain(
+        `KV bucket ${records} moved to deny roll-ups, purges and deletes: allow_rollup_hdrs is true, expected false`,
+      );
+      expect(first.output).toContain(`KV bucket ${leaseBucketName(namespace)} does not exist yet`);
+      const recordStream = await jsm.streams.info(kvStreamName(records));
+      expect(recordStream.config).toMatchObject({ allow_rollup_hdrs: false, deny_purge: true, deny_delete: true });
+      expect(recordStream.state.messages).toBe(1);
 
       const second = await runCli(['migrate']);
       expect(second.code).toBe(0);
       expect(second.output).toContain(`stream ${names.budgetEventsStream} already has the budgetEvents policy`);
       expect(second.output).not.toContain('moved to');
+      expect(second.output).toContain(`KV bucket ${records} already denies roll-ups, purges and deletes`);
     } finally {
       await nc.close();
     }

@@ -42,10 +42,11 @@ describe('Issue 12: the PrometheusRule and the Grafana dashboard', () => {
       expect(String(r['annotations']['summary']).length).toBeGreaterThan(10);
       if (r['for'] !== undefined) expect(r['for']).toMatch(/^\d+[smh]$/);
     }
-    // What an SRE needs: ambiguities older than N, projection lag, dead-letter growth, a budget stream nearly full.
+    // What an SRE needs: ambiguities older than N, projection lag and quarantine (ADR 0045), dead-letter growth, a budget stream nearly full.
     const byName = new Map(rules.map((r) => [r['alert'] as string, String(r['expr'])]));
     expect(byName.get('TallyAmbiguityUnresolved')).toMatch(/tally_ambiguity_oldest_age_seconds\) > \d+/);
     expect(byName.get('TallyProjectionLagging')).toContain('tally_projection_lag_events');
+    expect(byName.get('TallyProjectionQuarantined')).toMatch(/tally_projection_quarantined_aggregates\) > 0/);
     expect(byName.get('TallyDeadLettersGrowing')).toContain('increase(tally_dead_letters_total');
     expect(byName.get('TallyDeadLetterStreamGrowing')).toContain('tally_stream_messages{stream=~".+_DLQ"}');
     // ADR 0043: a charge booked beyond its hold is an alert, per currency.

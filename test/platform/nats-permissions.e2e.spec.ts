@@ -4,20 +4,37 @@
 // there; then both services, each logged in as its own least-privilege user, run the metered
 // smoke path (issue, admit, settle, a work unit end to end, a revocation refused by the other
 // service) without one permission violation, and each is refused what would let it wreck or
-// read the other's data.
+// read the other's data, a KV bucket included: no user can roll one up or purge it, nor write
+// another service's bucket or keys, the revocations bucket that only the authority writes among
+// them (ADR 0051, ADR 0049).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager, AckPolicy, type JetStreamManager } from '@nats-io/jetstream';
-import { PermissionViolationError, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { tallyNames } from '@tally/contracts';
-import { natsDeployFiles, serviceInboxPrefix, OPERATOR_INBOX_PREFIX, webhookNames } from '@tally/platform-app';
+import {
+  leaseBucketName,
+  MIGRATIONS_LEASE_KEY,
+  natsDeployFiles,
+  projectorLeaseKey,
+  serviceInboxPrefix,
+  OPERATOR_INBOX_PREFIX,
+  webhookNames,
+} from '@tally/platform-app';
 import { PrivateNatsServer, ServiceProcess } from '@tally/testing';
 import { adminHeaders } from '../support/auth.js';
 import { runTally } from '../cli/support/run-cli.js';
 import { OrchestratorHarness, workBody } from '../orchestrator/orchestrator.harness.js';
+import {
+  outcome,
+  probeBucket,
+  PURGE_REFUSED,
+  ROLLUP_REFUSED,
+  subscribeOutcome,
+  type BucketProbe,
+} from './nats-probes.js';
 
 const PASSWORDS = {
   'budget-authority': `ba-${randomBytes(8).toString('hex')}`,
@@ -182,7 +199,63 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
     const refused = await probe('budget-authority', 'agent-orchestrator', ORCHESTRATOR_STREAMS);
     expect(refused).toEqual(expectedRefusals('budget-authority', 'agent-orchestrator'));
   }, 60_000);
+
+  it('ADR 0051 no user can roll up or purge a KV bucket (the revocations bucket of ADR 0049 among them), nor write another service’s bucket or keys; its own keys it can', async () => {
+    for (const user of Object.keys(PASSWORDS) as User[])
+      expect({ user, outcomes: await probeBuckets(user) }).toEqual({ user, outcomes: expectedBucketOutcomes(user) });
+  }, 60_000);
 });
+
+/** Each bucket with a key `user` may write (its own) and one it may not, as nats-permissions.ts grants them. */
+function bucketProbes(user: User): BucketProbe[] {
+  const mine = (owner: User, key = 'probe') =>
+    user === owner || user === 'tally-operator' ? { ownKey: key } : { foreignKey: key };
+  const other: User = user === 'budget-authority' ? 'agent-orchestrator' : 'budget-authority';
+  const leases: BucketProbe =
+    user === 'tally-operator'
+      ? { bucket: leaseBucketName('tally'), ownKey: 'probe' }
+      : { bucket: leaseBucketName('tally'), ownKey: MIGRATIONS_LEASE_KEY, foreignKey: projectorLeaseKey(other) };
+  return [
+    { bucket: names.commandRepliesBucket('budget'), ...mine('budget-authority') },
+    { bucket: names.commandRepliesBucket('work'), ...mine('agent-orchestrator') },
+    leases,
+    { bucket: names.idempotencyBucket, ...mine('budget-authority') },
+    { bucket: names.signatureReplayBucket('budget'), ...mine('budget-authority') },
+    { bucket: names.signatureReplayBucket('work'), ...mine('agent-orchestrator') },
+    // Written by the authority only; the orchestrator follows it (ADR 0049).
+    { bucket: names.revocationsBucket, ...mine('budget-authority') },
+  ];
+}
+
+function expectedBucketOutcomes(user: User): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of bucketProbes(user)) {
+    // A user that may write a key of the bucket passes its permissions; the bucket itself refuses the roll-up.
+    out[`rollup ${p.bucket}`] = p.ownKey === undefined ? 'refused' : ROLLUP_REFUSED;
+    out[`purge ${p.bucket}`] = user === 'tally-operator' ? PURGE_REFUSED : 'refused';
+    if (p.foreignKey !== undefined) out[`write ${p.bucket}.${p.foreignKey}`] = 'refused';
+    if (p.ownKey !== undefined) out[`write ${p.bucket}.${p.ownKey}`] = 'allowed';
+  }
+  return out;
+}
+
+/** Logs in as `user` and tries, on every bucket, what would empty it or touch another's keys. */
+async function probeBuckets(user: User): Promise<Record<string, string>> {
+  const nc = await connect({ servers: server.url, user, pass: PASSWORDS[user], inboxPrefix: inboxOf(user) });
+  try {
+    const js = jetstream(nc, { timeout: 3_000 });
+    const jsm = await jetstreamManager(nc, { timeout: 3_000 });
+    const out: Record<string, string> = {};
+    for (const p of bucketProbes(user)) await probeBucket(js, jsm, p, out);
+    return out;
+  } finally {
+    await nc.close();
+  }
+}
+
+function inboxOf(user: User): string {
+  return user === 'tally-operator' ? OPERATOR_INBOX_PREFIX : serviceInboxPrefix(user);
+}
 
 /** The other service's ledger subject, by who is probing. */
 function foreignEventSubject(other: User): string {
@@ -233,30 +306,4 @@ async function probeStream(jsm: JetStreamManager, stream: string, out: Record<st
   out[`create durable consumer ${stream}`] = await outcome(
     jsm.consumers.add(stream, { durable_name: 'probe', ack_policy: AckPolicy.Explicit }),
   );
-}
-
-/** 'refused' only for the server's permission violation; anything else (success, another error) is named. */
-async function outcome(attempt: Promise<unknown>): Promise<string> {
-  try {
-    await attempt;
-    return 'allowed';
-  } catch (error) {
-    return permissionViolation(error) ? 'refused' : `failed otherwise: ${String(error)}`;
-  }
-}
-
-/** A refused subscription is closed by the client with the server's permission violation. */
-async function subscribeOutcome(nc: NatsConnection, subject: string): Promise<string> {
-  const sub = nc.subscribe(subject);
-  await nc.flush();
-  const closed = await Promise.race([sub.closed, new Promise((r) => setTimeout(() => r('open'), 2_000))]);
-  sub.unsubscribe();
-  if (closed === 'open') return 'allowed';
-  return permissionViolation(closed) ? 'refused' : `closed otherwise: ${String(closed)}`;
-}
-
-/** The server's permission violation, as the client reports it (a request wraps it as its cause). */
-function permissionViolation(error: unknown): boolean {
-  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof PermissionViolationError) return true;
-  return false;
 }

@@ -1,13 +1,12 @@
-// Proves ADR 0049's revocation view on a real nats-server: it reads the revocations bucket to its end before it serves, follows new entries and deletions, skips an entry that does not decode, starts on a bucket whose entries have all aged out, and makes the capability verifier refuse a token whose capability or root is revoked.
+// Proves ADR 0049's revocation view on a real nats-server: its bucket, made as ADR 0051 makes every bucket, keeps an entry a year and takes no roll-up or purge; the view reads the revocations bucket to its end before it serves, follows new entries and deletions, skips an entry that does not decode, starts on a bucket whose entries have all aged out, and makes the capability verifier refuse a token whose capability or root is revoked.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
-import { tallyNames, type RevocationRecord, type TallyNames } from '@tally/contracts';
+import { CAPABILITY_TTL_SECONDS_MAX, tallyNames, type RevocationRecord, type TallyNames } from '@tally/contracts';
 import { RevocationView, RevocationWriter, startDirectory } from '@tally/directory-service';
 import { revocationsBucketSpec } from '@tally/platform-app';
-import { ensureKvBucket } from '@tally/platform-jetstream';
+import { ensureKvBucket, kvStreamName } from '@tally/platform-jetstream';
 import { deleteNamespaceStreams, sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { TokenMint } from '../support/auth.js';
 
@@ -61,6 +60,19 @@ describe('ADR 0049: the revocation view', () => {
     return v;
   }
 
+  it('ADR 0049 ADR 0051 the revocations bucket lives as long as the longest token and refuses roll-ups, purges and message deletes', async () => {
+    await ensureKvBucket(js, revocationsBucketSpec(names, 1));
+    const { config } = await jsm.streams.info(kvStreamName(names.revocationsBucket));
+    expect(config).toMatchObject({
+      max_age: CAPABILITY_TTL_SECONDS_MAX * 1_000 * 1_000_000,
+      max_msgs_per_subject: 1,
+      deny_purge: true,
+      deny_delete: true,
+    });
+    // The server leaves a false flag out of the configuration it reports.
+    expect(config.allow_rollup_hdrs ?? false).toBe(false);
+  });
+
   it('ADR 0049 the view holds every entry written before it started, follows new ones and deletions, and skips an entry that does not decode', async () => {
     const kv = await ensureKvBucket(js, revocationsBucketSpec(names, 1));
     const writer = await RevocationWriter.open(js, names.revocationsBucket, 5_000);
@@ -83,7 +95,8 @@ describe('ADR 0049: the revocation view', () => {
 
   it('ADR 0049 a view starts at once on a bucket whose entries have all aged out', async () => {
     const bucket = `${names.revocationsBucket}_AGED`;
-    await new Kvm(js).create(bucket, { history: 1, ttl: 1_000 });
+    // A bucket as Tally makes it (ADR 0051), with the revocations' settings but a TTL of a second.
+    await ensureKvBucket(js, { ...revocationsBucketSpec(names, 1), bucket, ttlMs: 1_000 });
     const writer = await RevocationWriter.open(js, bucket, 5_000);
     await writer.write([record('cap_aged')]);
     for (let i = 0; (await jsm.streams.info(`KV_${bucket}`)).state.messages > 0; i++) {

@@ -116,6 +116,12 @@ const schemas: Record<string, unknown> = {
   },
 };
 
+/** ADR 0045: the unit (or a unit of the session) is quarantined by its projection. */
+const quarantined = {
+  description: 'projection_quarantined: the projection could not apply one of its events (the detail names which)',
+  content: problem,
+};
+
 export const orchestratorOpenApi: Record<string, unknown> = {
   openapi: '3.1.0',
   info: {
@@ -140,7 +146,11 @@ export const orchestratorOpenApi: Record<string, unknown> = {
       get: {
         operationId: 'getWork',
         parameters: [idParam('id', 'Work id')],
-        responses: { '200': { description: 'Status', content: json(ref('WorkStatus')) }, '404': notFound },
+        responses: {
+          '200': { description: 'Status', content: json(ref('WorkStatus')) },
+          '404': notFound,
+          '503': quarantined,
+        },
       },
     },
     '/v1/work/{id}/receipt': {
@@ -150,6 +160,7 @@ export const orchestratorOpenApi: Record<string, unknown> = {
         responses: {
           '200': { description: 'The receipt: every dispatch attempt', content: json(ref('Receipt')) },
           '404': notFound,
+          '503': quarantined,
         },
       },
     },
@@ -177,6 +188,7 @@ export const orchestratorOpenApi: Record<string, unknown> = {
         responses: {
           '200': { description: 'The messages a model is shown (never receipts)', content: json(ref('Messages')) },
           '404': notFound,
+          '503': quarantined,
         },
       },
     },
@@ -190,6 +202,7 @@ export const orchestratorOpenApi: Record<string, unknown> = {
             content: json(ref('SessionLog')),
           },
           '404': notFound,
+          '503': quarantined,
         },
       },
     },

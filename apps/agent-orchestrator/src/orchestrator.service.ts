@@ -16,6 +16,7 @@ import { CoreCommandClient, JetStreamCommandClient, type CommandSender } from '@
 import { JetStreamBudgetPort } from './budget/jetstream-budget.port.js';
 import { UnmeteredBudgetPort } from './budget/unmetered-budget.port.js';
 import { startDispatchWorkers } from './dispatch/dispatch-workers.js';
+import { ConfiguredPromptProfiles, promptProfilesOf } from './dispatch/prompt-profiles.js';
 import { SessionsController } from './http/sessions.controller.js';
 import { WorkController } from './http/work.controller.js';
 import { WorkTimelineController } from './http/work-timeline.controller.js';
@@ -87,12 +88,15 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
         providers: [
           { provide: WorkSubmission, useValue: submission },
           { provide: ModelCatalog, useValue: catalog },
-          { provide: DropInGateway, useValue: new DropInGateway(rt, submission, catalog) },
+          {
+            provide: DropInGateway,
+            useValue: new DropInGateway(rt, submission, catalog, new ConfiguredPromptProfiles(ctx.config.providers)),
+          },
           { provide: RejectedDropIn, useValue: new RejectedDropIn(ctx) },
           { provide: ToolServers, useValue: toolServersOf() },
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
-          { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }) },
+          { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }, ctx.quarantine) },
           { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],
@@ -180,7 +184,8 @@ async function startWorkers(
     budget = new JetStreamBudgetPort(client, options, proofs);
   }
   const tools = new ToolAwareGateway(gateway, toolServers);
-  const workers = await startDispatchWorkers(rt, { gateway: tools, prices: tools, budget });
+  const prompts = await promptProfilesOf(config);
+  const workers = await startDispatchWorkers(rt, { gateway: tools, prices: tools, prompts, budget });
   return [
     {
       name: 'dispatch-workers',

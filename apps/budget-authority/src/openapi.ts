@@ -168,6 +168,9 @@ const schemas = {
   },
 };
 
+/** ADR 0045: a read of a budget tree its projection has quarantined. */
+const QUARANTINED = problem('projection_quarantined: the projection could not apply an event of this tree');
+
 export const authorityOpenApi: Record<string, unknown> = {
   openapi: '3.1.0',
   info: {
@@ -205,6 +208,7 @@ export const authorityOpenApi: Record<string, unknown> = {
         responses: {
           200: { description: 'usage per grant', ...json(ref('Usage')) },
           404: problem('unknown capability'),
+          503: QUARANTINED,
         },
       },
     },
@@ -222,6 +226,7 @@ export const authorityOpenApi: Record<string, unknown> = {
             ...json({ type: 'object', properties: { events: { type: 'array', items: ref('MutationEvent') } } }),
           },
           404: problem('unknown capability'),
+          503: QUARANTINED,
         },
       },
     },
@@ -272,6 +277,7 @@ export const authorityOpenApi: Record<string, unknown> = {
         responses: {
           200: { description: 'the signed receipt', ...json(ref('Receipt')) },
           404: problem('unknown receipt'),
+          503: QUARANTINED,
         },
       },
     },

@@ -1,17 +1,20 @@
 // The layout of a Tally backup (ADR 0022): a directory with one JetStream snapshot per
 // stream (`<STREAM>.tar.s2`, the server's own store format) and `manifest.json`, written
 // last, which names each file with its size and sha256 and the stream's configuration and
-// state when the snapshot began. A directory without a manifest is an unfinished backup.
+// state when the snapshot began, signed by the authority's key (ADR 0051). A directory
+// without a manifest is an unfinished backup.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { createReadStream, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import type { StreamConfig, StreamState } from '@nats-io/jetstream';
-import type { TallyNames } from '@tally/contracts';
+import { tallyNames, type TallyNames } from '@tally/contracts';
+import { manifestSignatureProblem, type ManifestSignature, type TrustedKeys } from './backup-signature.js';
 import { CliError, ExitCode, usageError } from './cli/exit-codes.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 export const BACKUP_FORMAT = 'tally-backup';
-export const BACKUP_FORMAT_VERSION = 1;
+/** 2: the manifest is signed (ADR 0051); a restore refuses version 1, which was not. */
+export const BACKUP_FORMAT_VERSION = 2;
 
 /** Which streams a backup can hold, by the name an operator types. The ledger is the default. */
 export const BACKUP_STREAM_KINDS = {
@@ -49,7 +52,7 @@ export interface BackupStreamEntry {
   readonly state: StreamState;
 }
 
-export interface BackupManifest {
+export interface UnsignedBackupManifest {
   readonly format: typeof BACKUP_FORMAT;
   readonly format_version: typeof BACKUP_FORMAT_VERSION;
   readonly created_at: string;
@@ -57,6 +60,8 @@ export interface BackupManifest {
   readonly server_version: string;
   readonly streams: readonly BackupStreamEntry[];
 }
+
+export type BackupManifest = UnsignedBackupManifest & ManifestSignature;
 
 export function streamKinds(list: string): BackupStreamKind[] {
   const kinds = list
@@ -72,22 +77,36 @@ export function streamKinds(list: string): BackupStreamKind[] {
   return [...new Set(kinds)] as BackupStreamKind[];
 }
 
-/** Reads and checks a backup's manifest, then every file's size and sha256, before anything is restored. */
-export async function readVerifiedManifest(dir: string): Promise<BackupManifest> {
-  const path = join(dir, MANIFEST_FILE);
-  if (!existsSync(path))
+/** A manifest whose signature, streams and paths were checked: each entry with the real path of its file. */
+export interface VerifiedBackup {
+  readonly manifest: BackupManifest;
+  readonly files: ReadonlyMap<string, string>;
+}
+
+/**
+ * Reads a backup's manifest and trusts nothing in it until a trusted key's signature over it
+ * verifies; then checks that each entry names its kind's stream of the manifest's namespace,
+ * that each file lies inside the directory (no `..`, no absolute path, no symlink out of it),
+ * and each file's size and sha256. All before anything is restored.
+ */
+export async function readVerifiedManifest(dir: string, trusted: TrustedKeys): Promise<VerifiedBackup> {
+  if (!existsSync(join(dir, MANIFEST_FILE)))
     throw new CliError(
       `${dir} has no ${MANIFEST_FILE}`,
       ExitCode.failed,
       'Name a directory written by tally backup; one without a manifest is an unfinished backup.',
     );
-  const manifest = JSON.parse(readFileSync(path, 'utf8')) as BackupManifest;
-  if (manifest.format !== BACKUP_FORMAT || manifest.format_version !== BACKUP_FORMAT_VERSION)
+  const path = containedFile(dir, MANIFEST_FILE);
+  const parsed = parseManifest(readFileSync(path, 'utf8'), path);
+  const problem = manifestSignatureProblem(parsed, trusted);
+  if (problem !== undefined) throw new CliError(`${path} cannot be trusted: ${problem}`, ExitCode.failed, REFUSED_HINT);
+  const manifest = parsed as unknown as BackupManifest;
+  if (manifest.format_version !== BACKUP_FORMAT_VERSION)
     throw new CliError(`${path} is not a ${BACKUP_FORMAT} v${BACKUP_FORMAT_VERSION} manifest`, ExitCode.failed);
+  const files = new Map<string, string>();
   for (const entry of manifest.streams) {
-    const file = join(dir, entry.file);
-    if (!existsSync(file))
-      throw new CliError(`${entry.file} (stream ${entry.name}) is missing from ${dir}`, ExitCode.failed);
+    assertEntry(entry, manifest.namespace, files);
+    const file = containedFile(dir, entry.file, `stream ${entry.name}`);
     const bytes = statSync(file).size;
     const sha256 = await fileSha256(file);
     if (bytes !== entry.bytes || sha256 !== entry.sha256)
@@ -96,8 +115,71 @@ export async function readVerifiedManifest(dir: string): Promise<BackupManifest>
         ExitCode.failed,
         'The backup is damaged: nothing was restored. Use another copy.',
       );
+    files.set(entry.name, file);
   }
+  return { manifest, files };
+}
+
+const REFUSED_HINT = 'Nothing was restored. Use a copy whose manifest the authority signed (ADR 0051).';
+
+function parseManifest(text: string, path: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const manifest = parsed as Record<string, unknown> | undefined;
+  if (manifest?.['format'] !== BACKUP_FORMAT || !Array.isArray(manifest['streams']))
+    throw new CliError(`${path} is not a ${BACKUP_FORMAT} manifest`, ExitCode.failed);
   return manifest;
+}
+
+/** A signed entry still names only its kind's stream of this namespace, once, restored under that name. */
+function assertEntry(entry: BackupStreamEntry, namespace: string, seen: ReadonlyMap<string, string>): void {
+  let bad: string | undefined;
+  try {
+    bad = entryProblem(entry, namespace, seen);
+  } catch (error) {
+    bad = (error as Error).message; // a namespace that names no streams
+  }
+  if (bad !== undefined) throw new CliError(`the manifest is not one tally backup writes: ${bad}`, ExitCode.failed);
+}
+
+function entryProblem(entry: BackupStreamEntry, namespace: string, seen: ReadonlyMap<string, string>) {
+  if (!Object.hasOwn(BACKUP_STREAM_KINDS, entry.kind))
+    return `kind ${String(entry.kind)} is not a stream a backup holds`;
+  const stream = BACKUP_STREAM_KINDS[entry.kind](tallyNames(namespace));
+  if (entry.name !== stream || entry.config?.name !== stream)
+    return (
+      `a ${entry.kind} entry must name ${stream}, ` + `not ${String(entry.name)} (config ${String(entry.config?.name)})`
+    );
+  if (seen.has(stream)) return `${stream} is named twice`;
+  if (typeof entry.file !== 'string' || !/^[0-9a-f]{64}$/.test(String(entry.sha256)))
+    return `${stream} has no file or sha256`;
+  return undefined;
+}
+
+/**
+ * The real path of `file`, which must lie inside `dir`: a relative path without `..`, that does
+ * not resolve (through a symlink anywhere on the way) outside the directory's own real path,
+ * and is a regular file. The restore reads this path, never the name again.
+ */
+export function containedFile(dir: string, file: string, what = file): string {
+  const refuse = (why: string) =>
+    new CliError(`${what}: ${JSON.stringify(file)} ${why}`, ExitCode.failed, 'Nothing was restored.');
+  if (typeof file !== 'string' || file === '' || file.includes('\0')) throw refuse('is not a file name');
+  if (isAbsolute(file) || file.split(/[\\/]/).includes('..'))
+    throw refuse('is not inside the backup directory (absolute, or climbing out with ..)');
+  const root = realpathSync(dir);
+  const path = join(root, file);
+  if (!existsSync(path)) throw new CliError(`${file} (${what}) is missing from ${dir}`, ExitCode.failed);
+  const real = realpathSync(path);
+  const inside = relative(root, real);
+  if (inside === '' || inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside))
+    throw refuse(`resolves to ${real}, outside the backup directory ${root}`);
+  if (!statSync(real).isFile()) throw refuse('is not a regular file');
+  return real;
 }
 
 async function fileSha256(file: string): Promise<string> {

@@ -1,7 +1,8 @@
-// `tally backup --out DIR [--streams budget-events,work-events,directory-events,...] [--json]`: a JetStream
-// snapshot of each ledger stream into a new directory, then a manifest with every file's
-// size and sha256 (ADR 0022, docs/operations.md). The services may keep running: a snapshot
-// is a consistent copy of the stream as it was when it began.
+// `tally backup --out DIR [--streams budget-events,work-events,directory-events,...] [--key-id ID] [--json]`:
+// a JetStream snapshot of each ledger stream into a new directory, then a manifest with every
+// file's size and sha256, signed with the authority's signing key (ADR 0022, ADR 0051,
+// docs/operations.md). The services may keep running: a snapshot is a consistent copy of the
+// stream as it was when it began.
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,16 +20,19 @@ import {
   BACKUP_STREAM_KINDS,
   formatBytes,
   MANIFEST_FILE,
-  type BackupManifest,
   type BackupStreamEntry,
   type BackupStreamKind,
+  type UnsignedBackupManifest,
 } from './backup-manifest.js';
+import { backupSignerOf, signManifest } from './backup-signature.js';
 import { usageError } from './cli/exit-codes.js';
 import { connectOperatorNats, OPERATOR_INBOX_PREFIX, type OperatorNats } from './operator-nats.js';
 
 export interface BackupOptions {
   readonly out: string;
   readonly streams: readonly BackupStreamKind[];
+  /** The keyring key that signs the manifest; by default the configuration's boot key. */
+  readonly keyId?: string;
   readonly json: boolean;
 }
 
@@ -41,6 +45,8 @@ export async function runBackup(options: BackupOptions, config: TallyConfig): Pr
       `${options.out} is not empty`,
       'A backup never overwrites another: name a new or empty directory.',
     );
+  // Before any snapshot: a backup that could not be signed would be refused by every restore.
+  const signer = backupSignerOf(config, options.keyId);
   const names = tallyNames(config.nats.namespace);
   const nats = await connectOperatorNats(config, 'tally-backup');
   try {
@@ -54,7 +60,7 @@ export async function runBackup(options: BackupOptions, config: TallyConfig): Pr
           `${kind.padEnd(14)} ${entry.name}: ${entry.state.messages} messages (sequences ${entry.state.first_seq}..${entry.state.last_seq}), ${formatBytes(entry.bytes)}, sha256 ${entry.sha256.slice(0, 16)}…\n`,
         );
     }
-    const manifest: BackupManifest = {
+    const unsigned: UnsignedBackupManifest = {
       format: BACKUP_FORMAT,
       format_version: BACKUP_FORMAT_VERSION,
       created_at: new Date().toISOString(),
@@ -62,6 +68,7 @@ export async function runBackup(options: BackupOptions, config: TallyConfig): Pr
       server_version: nats.nc.info?.version ?? 'unknown',
       streams: entries,
     };
+    const manifest = signManifest(unsigned, signer);
     // Written last and renamed into place: a directory with a manifest is a complete backup.
     const tmp = join(options.out, `${MANIFEST_FILE}.tmp`);
     writeFileSync(tmp, `${JSON.stringify(manifest, null, 2)}\n`);

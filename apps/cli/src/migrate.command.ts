@@ -1,6 +1,7 @@
 // `tally migrate`: moves the namespace's existing streams to the policy of this release
-// (ADR 0002: the event streams discard new, keep everything, deny delete and purge), then
-// applies pending projection-schema migrations for every service. Kubernetes runs it as a
+// (ADR 0002: the event streams discard new, keep everything, deny delete and purge) and its
+// existing KV buckets to deny roll-ups, purges and message deletes (ADR 0051), then applies
+// pending projection-schema migrations for every service. Kubernetes runs it as a
 // Job before a release rolls out; a stream the server cannot move safely stops it.
 import {
   connectTallyNats,
@@ -8,9 +9,17 @@ import {
   loadConfig,
   openServiceDatabase,
   streamLimitsOf,
+  tallyTopology,
   type TallyConfig,
 } from '@tally/platform-app';
-import { reconcileStream, tallyStreamSpecs } from '@tally/platform-jetstream';
+import {
+  inspectKvBucket,
+  reconcileKvBucket,
+  reconcileStream,
+  tallyStreamSpecs,
+  type KvBucketSpec,
+} from '@tally/platform-jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { projectionSets } from './projection-sets.js';
 
 export async function migrate(): Promise<number> {
@@ -49,7 +58,22 @@ export async function migrateStreams(config: TallyConfig, say: (line: string) =>
           : `stream ${spec.name} already has the ${spec.kind} policy`,
       );
     }
+    for (const bucket of tallyTopology(config, nats.names).buckets) await migrateBucket(nats.jsm, bucket, say);
   } finally {
     await nats.nc.close();
   }
+}
+
+/** Moves an existing bucket in place (no roll-ups, purges or deletes); a missing one is left to `tally provision`. */
+async function migrateBucket(jsm: JetStreamManager, spec: KvBucketSpec, say: (line: string) => void): Promise<void> {
+  if ((await inspectKvBucket(jsm, spec)) === undefined) {
+    say(`KV bucket ${spec.bucket} does not exist yet (tally provision creates it)`);
+    return;
+  }
+  const moved = await reconcileKvBucket(jsm, spec);
+  say(
+    moved.outcome === 'updated'
+      ? `KV bucket ${spec.bucket} moved to deny roll-ups, purges and deletes: ${moved.changes.join('; ')}`
+      : `KV bucket ${spec.bucket} already denies roll-ups, purges and deletes`,
+  );
 }

@@ -1,10 +1,14 @@
-// `tally restore --from DIR [--replicas N] [--json]`: puts the streams of a backup back on a
-// NATS server where they are missing (after a lost store, or onto a new cluster), exactly as
-// they were: same sequences, subjects, headers, event ids and timestamps, so a replay gives
-// the same projections and the same signed receipts (ADR 0022, docs/operations.md).
-// Stop the services first; run `tally replay` for each service afterwards.
+// `tally restore --from DIR [--replicas N] [--keys FILE] [--yes] [--json]`: puts the streams of
+// a backup back on a NATS server where they are missing (after a lost store, or onto a new
+// cluster), exactly as they were: same sequences, subjects, headers, event ids and timestamps,
+// so a replay gives the same projections and the same signed receipts (ADR 0022,
+// docs/operations.md). It trusts the backup only once the authority's signature over its
+// manifest verifies, reads no file outside the directory, and deletes an existing (empty)
+// stream only when the operator confirms (ADR 0051). Stop the services first; run
+// `tally replay` for each service afterwards.
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
+import { createInterface } from 'node:readline/promises';
 import type { StreamConfig, StreamState } from '@nats-io/jetstream';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import type { TallyConfig } from '@tally/platform-app';
@@ -15,12 +19,17 @@ export { loadConfig } from '@tally/platform-app';
 import { restoreStream } from '@tally/platform-jetstream';
 import { CliError, ExitCode, usageError } from './cli/exit-codes.js';
 import { formatBytes, readVerifiedManifest, type BackupManifest, type BackupStreamEntry } from './backup-manifest.js';
+import { trustedKeysOf } from './backup-signature.js';
 import { connectOperatorNats, type OperatorNats } from './operator-nats.js';
 
 export interface RestoreOptions {
   readonly from: string;
   /** Restore onto a cluster of another size: the streams' replica count (default: as backed up). */
   readonly replicas?: number;
+  /** Published keys (GET /v1/keys or the JWKS, saved) to check the signature with, not this machine's keyring. */
+  readonly keys?: string;
+  /** Deletes the existing empty streams the backup replaces without asking. */
+  readonly yes: boolean;
   readonly json: boolean;
 }
 
@@ -29,7 +38,7 @@ const READ_CHUNK_BYTES = 256 * 1024;
 const STREAM_NOT_FOUND = 10059;
 
 export async function runRestore(options: RestoreOptions, config: TallyConfig): Promise<number> {
-  const manifest = await readVerifiedManifest(options.from);
+  const { manifest, files } = await readVerifiedManifest(options.from, await trustedKeysOf(config, options.keys));
   if (manifest.namespace !== config.nats.namespace)
     throw usageError(
       `the backup is of namespace ${manifest.namespace}, but this configuration uses ${config.nats.namespace}`,
@@ -40,13 +49,13 @@ export async function runRestore(options: RestoreOptions, config: TallyConfig): 
     // Every stream is checked before any is restored, so a refusal leaves the server as it was.
     const empty: string[] = [];
     for (const entry of manifest.streams) if (await checkAbsentOrEmpty(nats, entry)) empty.push(entry.name);
+    if (empty.length > 0) await confirmDeletion(empty, options.yes);
     const restored: { entry: BackupStreamEntry; state: StreamState }[] = [];
     for (const entry of manifest.streams) {
-      // An empty stream (a service booted before the restore) holds nothing to lose.
+      // An empty stream (a service booted before the restore) holds nothing to lose, and the operator said so.
       if (empty.includes(entry.name)) await nats.jsm.streams.delete(entry.name);
-      const state = await restoreStream(nats.nc, snapshotOf(entry, options), chunksOf(join(options.from, entry.file)), {
-        ...RESTORE_LIMITS,
-      });
+      const chunks = chunksOf(files.get(entry.name)!, entry);
+      const state = await restoreStream(nats.nc, snapshotOf(entry, options), chunks, { ...RESTORE_LIMITS });
       assertSameState(entry, state);
       restored.push({ entry, state });
       if (!options.json)
@@ -82,8 +91,42 @@ function snapshotOf(entry: BackupStreamEntry, options: RestoreOptions): { config
   return { config, state: entry.state };
 }
 
-async function* chunksOf(file: string): AsyncIterable<Uint8Array> {
-  for await (const chunk of createReadStream(file, { highWaterMark: READ_CHUNK_BYTES })) yield chunk as Buffer;
+/**
+ * Deleting a stream is the one irreversible step of a restore: only with --yes, or when the
+ * operator answers yes at a terminal. Otherwise refused, naming each stream, before anything changes.
+ */
+async function confirmDeletion(streams: readonly string[], yes: boolean): Promise<void> {
+  const one = streams.length === 1;
+  const what = `${streams.join(', ')} already exist${one ? 's' : ''}, empty; restoring replaces (deletes) ${one ? 'it' : 'them'}`;
+  if (yes) return;
+  if (process.stdin.isTTY) {
+    const prompt = createInterface({ input: process.stdin, output: process.stderr });
+    const answer = await prompt.question(`${what}. Delete and restore? [y/N] `).finally(() => prompt.close());
+    if (/^y(es)?$/i.test(answer.trim())) return;
+  }
+  throw new CliError(
+    `${what}, and that was not confirmed: nothing was restored`,
+    ExitCode.failed,
+    'Run it again with --yes to delete them, or delete them yourself first (nats stream rm).',
+  );
+}
+
+/**
+ * The snapshot's chunks, hashed as they are sent: a file changed since the manifest was checked
+ * ends the restore before its last (committing) message, so the server never creates the stream.
+ */
+async function* chunksOf(file: string, entry: BackupStreamEntry): AsyncIterable<Uint8Array> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: READ_CHUNK_BYTES })) {
+    hash.update(chunk as Buffer);
+    yield chunk as Buffer;
+  }
+  const sha256 = hash.digest('hex');
+  if (sha256 !== entry.sha256)
+    throw new CliError(
+      `${entry.file} changed during the restore (sha256 ${sha256}, expected ${entry.sha256})`,
+      ExitCode.failed,
+    );
 }
 
 /** The restored stream must be the one that was backed up, message for message. */

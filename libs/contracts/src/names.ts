@@ -9,7 +9,12 @@ export interface TallyNames {
   readonly workQueueStream: string;
   readonly commandsStream: string;
   readonly deadLetterStream: string;
-  readonly commandRepliesBucket: string;
+  /**
+   * KV: the final reply to each command, one bucket per service that answers commands, written
+   * only by it (ADR 0051): `<NS>_BUDGET_COMMAND_REPLIES` by the authority, `<NS>_WORK_COMMAND_REPLIES`
+   * by the orchestrator. A caller only reads the bucket of the service it sent to.
+   */
+  commandRepliesBucket(service: CommandService): string;
   /** KV: the Idempotency-Key records of HTTP calls (scope, endpoint, request fingerprint, command id). */
   readonly idempotencyBucket: string;
   /** Tenants, operator keys and signing keys: written by the authority, read by both services. */
@@ -47,8 +52,11 @@ export interface TallyNames {
   requestQueueGroup(service: CommandService): string;
   deadLetterSubject(source: string): string;
   readonly deadLetterWildcard: string;
-  /** KV: subject signatures already spent, kept for their window (ADR 0011). */
-  readonly signatureReplayBucket: string;
+  /**
+   * KV: subject signatures already spent at one service, kept for their window (ADR 0011). Each
+   * service has its own (ADR 0051): the signed `@path` is a route of that service only.
+   */
+  signatureReplayBucket(service: CommandService): string;
   /** KV: revoked capabilities by id, written by the authority, followed by every replica (ADR 0049). */
   readonly revocationsBucket: string;
 }
@@ -80,7 +88,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     workQueueStream: `${upper}_WORK_QUEUE`,
     commandsStream: `${upper}_COMMANDS`,
     deadLetterStream: `${upper}_DLQ`,
-    commandRepliesBucket: `${upper}_COMMAND_REPLIES`,
+    commandRepliesBucket: (service) => `${upper}_${service.toUpperCase()}_COMMAND_REPLIES`,
     idempotencyBucket: `${upper}_IDEMPOTENCY`,
     directoryEventsStream: `${upper}_DIRECTORY_EVENTS`,
     webhookEventsStream: `${upper}_WEBHOOK_EVENTS`,
@@ -102,7 +110,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     requestSubject: (service, command) => `${namespace}.req.${service}.${assertSubjectToken(command, 'command')}`,
     requestWildcard: (service) => `${namespace}.req.${service}.*`,
     requestQueueGroup: (service) => `${service}-requests`,
-    signatureReplayBucket: `${upper}_SIGNATURE_REPLAY`,
+    signatureReplayBucket: (service) => `${upper}_${service.toUpperCase()}_SIGNATURE_REPLAY`,
     revocationsBucket: `${upper}_REVOCATIONS`,
     deadLetterSubject: (source) => `${namespace}.dlq.${assertSubjectToken(source, 'dead-letter source')}`,
     deadLetterWildcard: `${namespace}.dlq.>`,

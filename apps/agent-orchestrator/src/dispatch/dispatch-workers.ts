@@ -9,6 +9,7 @@ import {
   type BudgetPort,
   type ProviderGateway,
   type PriceTable,
+  type PromptProfiles,
 } from '@tally/orchestrator-application';
 import { DISPATCH_CONSUMER, type BackgroundTask } from '@tally/platform-app';
 import type { JsMsg } from '@nats-io/jetstream';
@@ -67,6 +68,7 @@ export const sleep = (ms: number, signal?: AbortSignal) =>
 export interface DispatchDeps {
   readonly gateway: ProviderGateway;
   readonly prices: PriceTable;
+  readonly prompts: PromptProfiles;
   readonly budget: BudgetPort;
 }
 
@@ -87,6 +89,7 @@ export async function startDispatchWorkers(rt: OrchestratorRuntime, deps: Dispat
     gateway: new ObservedGateway(deps.gateway, counters),
     budget: deps.budget,
     prices: deps.prices,
+    prompts: deps.prompts,
     clock,
     jitter: Math.random,
     sleep,

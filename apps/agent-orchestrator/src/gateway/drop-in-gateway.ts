@@ -3,9 +3,16 @@
 // then answer from what the worker publishes (deltas as they come, when streaming) or from
 // the record. A caller that goes away aborts its unit (O3). ADR 0036.
 import type { NeutralError, NeutralRequest } from '@tally/orchestrator-dialects';
-import { isTerminal, type ChatMessage, type OpaqueJson, type RouteLeg } from '@tally/orchestrator-domain';
+import {
+  BYTE_BOUND_PROFILE,
+  isTerminal,
+  promptRefusal,
+  type ChatMessage,
+  type OpaqueJson,
+  type RouteLeg,
+} from '@tally/orchestrator-domain';
 import { createHash, randomUUID } from 'node:crypto';
-import { withWholeOutput } from '@tally/orchestrator-application';
+import { withWholeOutput, type PromptProfiles } from '@tally/orchestrator-application';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 import { limitsFor, WorkSubmission } from '../work/work-submission.js';
 import type { DialectWriter } from './dialect-writer.js';
@@ -45,6 +52,7 @@ export class DropInGateway {
     private readonly rt: OrchestratorRuntime,
     private readonly submission: WorkSubmission,
     private readonly catalog: ModelCatalog,
+    private readonly prompts: PromptProfiles,
   ) {}
 
   async handle(call: DropInCall, http: HttpExchange): Promise<void> {
@@ -52,6 +60,8 @@ export class DropInGateway {
     if (refused) return http.error(call.writer.error(refused));
     const routed = this.catalog.route(call.request.model, call.fallbacks);
     if (!routed.ok) return http.error(call.writer.error(routed.error));
+    const unbounded = this.unbounded(call.request, routed.route);
+    if (unbounded) return http.error(call.writer.error(unbounded));
     const workId =
       call.idempotencyKey === undefined
         ? randomUUID()
@@ -96,6 +106,27 @@ export class DropInGateway {
         field: 'idempotency-key',
         message: `Idempotency-Key must be 1-${IDEMPOTENCY_KEY_MAX_CHARS} characters`,
       };
+    return undefined;
+  }
+
+  /**
+   * A prompt no hold can bound on some leg of the route (an image for a model that takes none,
+   * a part the provider bills beyond its size) is a 400 before anything is submitted; the
+   * worker refuses the same prompt too, for units that come in another way (ADR 0042).
+   */
+  private unbounded(request: NeutralRequest, route: readonly RouteLeg[]): NeutralError | undefined {
+    const messages = request.messages.map(messageOf);
+    const { options } = optionsOf(request);
+    for (const leg of route) {
+      const profile = this.prompts.profileOf(leg.provider, leg.model) ?? BYTE_BOUND_PROFILE;
+      const refusal = promptRefusal(messages, options, profile);
+      if (refusal)
+        return {
+          kind: 'invalid_request',
+          field: refusal.field,
+          message: `${refusal.field}: ${refusal.message} (${leg.provider}/${leg.model})`,
+        };
+    }
     return undefined;
   }
 

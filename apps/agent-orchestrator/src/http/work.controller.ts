@@ -89,7 +89,8 @@ export class WorkController {
   @Access('issuer', 'capability')
   async abort(@Param('id') id: string, @Caller() caller: Principal): Promise<{ work_id: string; abort: 'requested' }> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound('work', id);
-    if (!(await this.reads.status(id, workScopeOf(caller)))) throw notFound('work', id);
+    // Visibility only: a quarantined unit can still be aborted (the ledger decides, not its stale rows).
+    if (!(await this.reads.visible(id, workScopeOf(caller)))) throw notFound('work', id);
     const outcome = await this.submission.abort(id);
     if (!outcome.ok) throw problemOf(outcome.rejection, id);
     return { work_id: id, abort: 'requested' };

@@ -3,7 +3,8 @@
 // sequence (WorkSubmission), and a read that finds no unit asks the stream for the unit's
 // last sequence and waits, bounded, for the projection to reach it before it answers 404
 // (ADR 0048), which covers a submission whose own wait ran out. No read falls back to the
-// event stream for its answer.
+// event stream for its answer. A unit the projection has quarantined (ADR 0045) is refused
+// with 503, not read stale, and so is a session that holds one.
 import type {
   ProjectedEntry,
   ProjectedMessage,
@@ -16,6 +17,8 @@ import { WORK_UNITS_PROJECTION } from '@tally/orchestrator-projections';
 import { isSubjectToken } from '@tally/contracts';
 import { resolveOutput } from '@tally/orchestrator-application';
 import { subjectLastSequence } from '@tally/platform-jetstream';
+import { quarantinedProblem } from '@tally/platform-app';
+import type { QuarantineWatch } from '@tally/platform-typeorm';
 import type { OrchestratorRuntime } from '../orchestrator.runtime.js';
 
 export interface WorkStatusBody {
@@ -40,10 +43,17 @@ export class WorkReads {
   constructor(
     private readonly rt: OrchestratorRuntime,
     private readonly limits: WorkReadLimits,
+    private readonly quarantine: QuarantineWatch,
   ) {}
+
+  /** Whether the caller may see the unit, from the projection, quarantined or not (an abort needs no more). */
+  async visible(workId: string, scope: WorkScope): Promise<boolean> {
+    return (await this.unit(workId, scope)) !== undefined;
+  }
 
   async status(workId: string, scope: WorkScope): Promise<WorkStatusBody | undefined> {
     const row = await this.unit(workId, scope);
+    await this.refuseQuarantined(workId, row !== undefined);
     if (!row) return undefined;
     return {
       work_id: row.work_id,
@@ -107,7 +117,26 @@ export class WorkReads {
 
   async receipt(workId: string, scope: WorkScope): Promise<WireReceipt | undefined> {
     const row = await this.unit(workId, scope);
+    await this.refuseQuarantined(workId, row !== undefined);
     return row?.receipt ? (row.receipt as WireReceipt) : undefined;
+  }
+
+  /**
+   * 503 for a quarantined unit the caller may see, or that nobody can (its first event may be
+   * the one set aside); a caller who may not see an existing unit keeps its 404.
+   */
+  private async refuseQuarantined(workId: string, visible: boolean): Promise<void> {
+    const entry = this.quarantine.find(WORK_UNITS_PROJECTION, workId);
+    if (entry && (visible || !(await this.rt.reads.unit(workId)))) throw quarantinedProblem(entry, 'work unit');
+  }
+
+  /** A session's log and messages are refused while one of its units is quarantined: that turn would be stale. */
+  private async refuseQuarantinedSession(sessionId: string, scope: WorkScope): Promise<void> {
+    if (!this.quarantine.all().some((e) => e.projection === WORK_UNITS_PROJECTION)) return;
+    for (const workId of await this.rt.reads.sessionUnitIds(sessionId, SESSION_ENTRIES_MAX, scope)) {
+      const entry = this.quarantine.find(WORK_UNITS_PROJECTION, workId);
+      if (entry) throw quarantinedProblem(entry, 'session');
+    }
   }
 
   async sessionLog(
@@ -115,6 +144,7 @@ export class WorkReads {
     scope: WorkScope,
   ): Promise<{ entries: ProjectedEntry[]; warnings: ProjectionWarning[] } | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
+    await this.refuseQuarantinedSession(sessionId, scope);
     const [entries, warnings] = await Promise.all([
       this.rt.reads.sessionLog(sessionId, SESSION_ENTRIES_MAX, scope),
       this.rt.reads.sessionWarnings(sessionId, scope),
@@ -124,6 +154,7 @@ export class WorkReads {
 
   async sessionMessages(sessionId: string, scope: WorkScope): Promise<ProjectedMessage[] | undefined> {
     if (!(await this.rt.reads.sessionExists(sessionId, scope))) return undefined;
+    await this.refuseQuarantinedSession(sessionId, scope);
     const rows = await this.rt.reads.sessionMessagesOfUnits(sessionId, SESSION_ENTRIES_MAX, scope);
     const out: ProjectedMessage[] = [];
     for (const { work_id, role, content } of rows)

@@ -1,11 +1,12 @@
 // The authority's background sweeps, driven by the projection: B20 expiry reverses
-// uncaptured holds past their TTL, B21 reconciliation resolves recorded ambiguities.
+// uncaptured holds past their TTL and realizes in full the admitted ones whose settlement
+// never came (ADR 0047), B21 reconciliation resolves recorded ambiguities.
 // The projection names the trees that need a visit (bounded by sweep_batch_max), so a
 // replica also sweeps trees it never loaded, e.g. those of a replica that crashed.
 import type { BudgetAuthority } from '@tally/budget-application';
 import { AmbiguityRow, HoldRow } from '@tally/budget-projections';
 import type { BackgroundTask, HostContext } from '@tally/platform-app';
-import { IsNull, LessThanOrEqual } from 'typeorm';
+import { IsNull, LessThanOrEqual, Not } from 'typeorm';
 import { SweepLoop } from './sweep-loop.js';
 
 async function distinctRoots(rows: Promise<{ rootId: string }[]>): Promise<string[]> {
@@ -34,6 +35,33 @@ export function expiryLoop(ctx: HostContext, authority: BudgetAuthority): Backgr
   ).start();
 }
 
+/** B20 (ADR 0047): admitted holds past their TTL and the grace with no settlement are realized in full. */
+export function unsettledLoop(ctx: HostContext, authority: BudgetAuthority): BackgroundTask {
+  const a = ctx.config.authority;
+  return new SweepLoop(
+    'unsettled-holds',
+    a.expiry_interval_ms,
+    async () => {
+      const roots = await distinctRoots(
+        ctx.dataSource.manager.find(HoldRow, {
+          where: { status: 'admitted', expiresAtMs: LessThanOrEqual(Date.now() - a.unsettled_grace_ms) },
+          select: { rootId: true },
+          take: a.sweep_batch_max,
+        }),
+      );
+      if (roots.length === 0) return;
+      const realized = await authority.realizeUnsettled(roots);
+      const count = realized.reduce((n, r) => n + r.realized_hold_ids.length, 0);
+      if (count > 0)
+        ctx.logger.event('warn', 'realized in full admitted holds whose settlement never came', {
+          holds: count,
+          trees: roots.length,
+        });
+    },
+    ctx.logger,
+  ).start();
+}
+
 export function reconcileLoop(ctx: HostContext, authority: BudgetAuthority): BackgroundTask {
   const a = ctx.config.authority;
   return new SweepLoop(
@@ -42,7 +70,8 @@ export function reconcileLoop(ctx: HostContext, authority: BudgetAuthority): Bac
     async () => {
       const roots = await distinctRoots(
         ctx.dataSource.manager.find(AmbiguityRow, {
-          where: { resolution: IsNull() },
+          // A missing settlement waits for the orchestrator's record, not the rail: left out, it never crowds the batch.
+          where: { resolution: IsNull(), kind: Not('settlement_missing') },
           select: { rootId: true },
           take: a.sweep_batch_max,
         }),

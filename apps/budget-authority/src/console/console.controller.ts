@@ -2,7 +2,7 @@
 // types and a strict CSP, and the work timeline read from the agent-orchestrator's API
 // through this origin, so the page calls nothing but the authority.
 import { Controller, Get, Headers, Inject, Param, Res } from '@nestjs/common';
-import { ProblemException } from '@tally/platform-app';
+import { ProblemException, QUARANTINED_PROBLEM_TYPE } from '@tally/platform-app';
 import { Access } from '@tally/platform-auth';
 import { CONSOLE_CSP, type ConsoleAsset } from './console-assets.js';
 
@@ -78,6 +78,7 @@ export class ConsoleController {
     };
     const status = await this.read(`/v1/work/${id}`, credential);
     if (status.status === 404) throw new ProblemException(404, 'not_found', `work ${id} is unknown`);
+    passQuarantine(status);
     if (status.status !== 200) throw this.unavailable(status.status);
     const unit = status.body as Record<string, unknown>;
     const receipt = await this.read(`/v1/work/${id}/receipt`, credential);
@@ -143,4 +144,11 @@ export class ConsoleController {
         : `The orchestrator answered ${status} when the work was read`,
     );
   }
+}
+
+/** The orchestrator refused a quarantined unit (ADR 0045): the console says so as it was said. */
+function passQuarantine(answer: { status: number | undefined; body: unknown }): void {
+  const body = answer.body as { type?: unknown; title?: unknown; detail?: unknown } | undefined;
+  if (answer.status !== 503 || body?.type !== QUARANTINED_PROBLEM_TYPE) return;
+  throw new ProblemException(503, QUARANTINED_PROBLEM_TYPE, String(body.title), [], String(body.detail ?? ''));
 }

@@ -1,10 +1,18 @@
 // POST /v1/capabilities (issue or delegate), revoke, and the projection-backed reads of a
-// capability: usage per grant and its mutation events newest first (B18).
+// capability: usage per grant and its mutation events newest first (B18). Each read of a
+// tree the projection has quarantined answers 503 instead of stale rows (ADR 0045).
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { moneyToWire, IssueCapabilityDto, RevokeCapabilityDto } from '@tally/contracts';
 import { Access, Caller, type Principal, type SignedRequest } from '@tally/platform-auth';
 import { rootOfCapability } from '@tally/budget-application';
-import { ambiguityToWire, BudgetQueries, holdToWire } from '@tally/budget-projections';
+import {
+  ambiguityToWire,
+  BudgetQueries,
+  EVERY_TENANT,
+  holdToWire,
+  type BudgetScope,
+  type CapabilityView,
+} from '@tally/budget-projections';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
@@ -90,7 +98,7 @@ export class CapabilitiesController {
   @Access('reader', 'capability')
   async capability(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
-    const capability = await this.queries.capability(id, budgetScopeOf(caller));
+    const capability = await this.visibleCapability(id, budgetScopeOf(caller));
     if (!capability) throw notFound('capability', id);
     const time = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     const { issued_at_ms, expires_at_ms, revoked_at_ms, ...rest } = capability;
@@ -113,6 +121,7 @@ export class CapabilitiesController {
   ) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const grants = await this.queries.usage(id, budgetScopeOf(caller));
+    await this.refuseQuarantined(id, grants.length > 0);
     if (grants.length === 0) throw notFound('capability', id);
     // A grant with a reset shows its period (the current one, or the one asked for) and that period's figures.
     const period = query.period ?? 'current';
@@ -132,7 +141,7 @@ export class CapabilitiesController {
   ) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const scope = budgetScopeOf(caller);
-    if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    if (!(await this.visibleCapability(id, scope))) throw notFound('capability', id);
     const events = await this.queries.mutations(id, query.grant_index, query.limit ?? EVENTS_LIMIT_DEFAULT, scope);
     return {
       events: events.map(({ occurred_at_ms, exposed_delta_units, realized_delta_units, ...rest }) => ({
@@ -156,7 +165,7 @@ export class CapabilitiesController {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const scope = budgetScopeOf(caller);
     // Like every read of a capability: one the caller may not see is as unknown as a missing one.
-    if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    if (!(await this.visibleCapability(id, scope))) throw notFound('capability', id);
     const statuses = query.status === undefined ? undefined : [query.status];
     const holds = await this.queries.holds(id, statuses, scope);
     return {
@@ -170,10 +179,25 @@ export class CapabilitiesController {
   async ambiguities(@Param('id') id: string, @Res({ passthrough: true }) res: HeaderSink, @Caller() caller: Principal) {
     staleHeader(res, await this.freshness.awaitTree(rootOfCapability(id)));
     const scope = budgetScopeOf(caller);
-    if (!(await this.queries.capability(id, scope))) throw notFound('capability', id);
+    if (!(await this.visibleCapability(id, scope))) throw notFound('capability', id);
     const rows = await this.queries.ambiguities(id, scope);
     return {
       ambiguities: rows.map((a) => ambiguityToWire(a, 'capability')),
     };
+  }
+
+  /** The capability as the caller may see it, once its tree has passed the quarantine check. */
+  private async visibleCapability(id: string, scope: BudgetScope): Promise<CapabilityView | undefined> {
+    const capability = await this.queries.capability(id, scope);
+    await this.refuseQuarantined(id, capability !== undefined);
+    return capability;
+  }
+
+  private refuseQuarantined(id: string, visible: boolean): Promise<void> {
+    return this.freshness.refuseQuarantined(
+      rootOfCapability(id),
+      visible,
+      async () => (await this.queries.capability(id, EVERY_TENANT)) !== undefined,
+    );
   }
 }

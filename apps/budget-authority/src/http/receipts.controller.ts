@@ -1,10 +1,18 @@
 // GET /v1/receipts/{id} (the signed receipt, from the projection), the receipts of one
-// request, and every receipt page by page in commit order (exports, ADR 0030).
+// request, and every receipt page by page in commit order (exports, ADR 0030). A read that
+// would serve a quarantined tree's receipts answers 503 instead (ADR 0045), so an export
+// stops rather than silently missing the receipts its projection could not apply.
 import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import { IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { rootOfReceiptId } from '@tally/budget-application';
-import { BudgetQueries, formatReceiptCursor, parseReceiptCursor, type ReceiptRow } from '@tally/budget-projections';
+import { rootOfCapability, rootOfReceiptId } from '@tally/budget-application';
+import {
+  BudgetQueries,
+  EVERY_TENANT,
+  formatReceiptCursor,
+  parseReceiptCursor,
+  type ReceiptRow,
+} from '@tally/budget-projections';
 import { Access, Caller, type Principal } from '@tally/platform-auth';
 import { budgetScopeOf } from './capability-access.js';
 import { Freshness } from './freshness.js';
@@ -48,8 +56,15 @@ export class ReceiptsController {
   async receipts(@Query() query: ReceiptsQueryDto, @Caller() caller: Principal) {
     if (query.request_id !== undefined) {
       const receipts = await this.queries.receiptsOfRequest(query.request_id, budgetScopeOf(caller));
+      this.refuseTreesOf(receipts.map((r) => rootOfReceiptId(String(r.body['receipt_id'] ?? ''))));
       return { receipts: receipts.map((r) => ({ ...r.body, signature: r.signature, key_id: r.key_id })) };
     }
+    if (query.capability_id !== undefined)
+      await this.freshness.refuseQuarantined(
+        rootOfCapability(query.capability_id),
+        (await this.queries.capability(query.capability_id, budgetScopeOf(caller))) !== undefined,
+        async () => (await this.queries.capability(query.capability_id!, EVERY_TENANT)) !== undefined,
+      );
     const after = query.after === undefined ? undefined : parseReceiptCursor(query.after);
     const page = await this.queries.receiptPage({
       ...(query.capability_id === undefined ? {} : { capabilityId: query.capability_id }),
@@ -59,6 +74,7 @@ export class ReceiptsController {
       scope: budgetScopeOf(caller),
       count: after === undefined,
     });
+    this.refuseTreesOf(page.rows.map((r) => r.rootId));
     return {
       receipts: page.rows.map(servedReceipt),
       next_after: page.next === undefined ? null : formatReceiptCursor(page.next),
@@ -72,7 +88,19 @@ export class ReceiptsController {
     const root = rootOfReceiptId(id);
     if (root !== undefined) staleHeader(res, await this.freshness.awaitTree(root));
     const receipt = await this.queries.receipt(id, budgetScopeOf(caller));
+    if (root !== undefined)
+      await this.freshness.refuseQuarantined(
+        root,
+        receipt !== undefined,
+        async () => (await this.queries.receipt(id, EVERY_TENANT)) !== undefined,
+      );
     if (!receipt) throw notFound('receipt', id);
     return { ...receipt.body, signature: receipt.signature, key_id: receipt.key_id };
+  }
+
+  /** A list that holds receipts of a quarantined tree is refused whole: one of its receipts may be missing. */
+  private refuseTreesOf(roots: readonly (string | undefined)[]): void {
+    if (!this.freshness.anyQuarantined()) return;
+    for (const root of new Set(roots)) if (root !== undefined) this.freshness.refuseTree(root);
   }
 }

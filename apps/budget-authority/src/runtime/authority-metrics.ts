@@ -30,6 +30,7 @@ export interface AuthorityCounters {
   readonly admitSeconds: Histogram<'verdict'>;
   readonly settlements: Counter<'outcome' | 'verdict'>;
   readonly expiredHolds: Counter;
+  readonly realizedUnsettled: Counter;
   readonly resolutions: Counter<'resolution'>;
 }
 
@@ -58,6 +59,11 @@ export function authorityCounters(registry: Registry): AuthorityCounters {
     expiredHolds: new Counter({
       name: 'tally_holds_expired_total',
       help: 'Uncaptured holds this replica reversed because their TTL passed (B20)',
+      registers,
+    }),
+    realizedUnsettled: new Counter({
+      name: 'tally_holds_realized_unsettled_total',
+      help: 'Admitted holds this replica realized in full because no settlement came within their TTL and the grace (ADR 0047)',
       registers,
     }),
     resolutions: new Counter({
@@ -157,6 +163,13 @@ export class MeteredBudgetAuthority extends BudgetAuthority {
     return expired;
   }
 
+  override async realizeUnsettled(rootIds?: readonly string[]) {
+    const realized = await super.realizeUnsettled(rootIds);
+    const count = realized.reduce((n, r) => n + r.realized_hold_ids.length, 0);
+    if (count > 0) this.counters.realizedUnsettled.inc(count);
+    return realized;
+  }
+
   override async reconcile(rootId: string) {
     const resolutions = await super.reconcile(rootId);
     for (const r of resolutions)
@@ -176,6 +189,7 @@ interface CurrencyFigures {
 interface LedgerFigures {
   readonly byCurrency: CurrencyFigures[];
   readonly ambiguitiesOpen: number;
+  readonly settlementsMissing: number;
   readonly holdsOverdue: number;
   readonly oldestAmbiguitySequence: number | null;
 }
@@ -198,8 +212,12 @@ async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures>
        FROM ${t.holds} h JOIN ${t.usage} u ON u.capability_id = h.capability_id AND u.grant_index = h.grant_index
       WHERE h.status IN (${statuses}) GROUP BY u.currency`,
   );
+  // A missing settlement waits for the orchestrator, not the reconciler (ADR 0047): counted apart, never aged here.
   const ambiguities = await dataSource.query(
-    `SELECT COUNT(*) AS open, MIN(recorded_sequence) AS oldest FROM ${t.ambiguities} WHERE resolution IS NULL`,
+    `SELECT COUNT(*) AS open,
+            MIN(CASE WHEN kind <> 'settlement_missing' THEN recorded_sequence END) AS oldest,
+            SUM(CASE WHEN kind = 'settlement_missing' THEN 1 ELSE 0 END) AS missing
+       FROM ${t.ambiguities} WHERE resolution IS NULL`,
   );
   // Captured past their TTL: expiry never releases these (B20), only a settlement does.
   const overdue = await dataSource.query(
@@ -223,6 +241,7 @@ async function readLedgerFigures(dataSource: DataSource): Promise<LedgerFigures>
   return {
     byCurrency: [...byCurrency.values()],
     ambiguitiesOpen: Number(a['open'] ?? 0),
+    settlementsMissing: Number(a['missing'] ?? 0),
     holdsOverdue: Number((overdue as Record<string, unknown>[])[0]?.['overdue'] ?? 0),
     oldestAmbiguitySequence: a['oldest'] === null || a['oldest'] === undefined ? null : Number(a['oldest']),
   };
@@ -286,7 +305,7 @@ export function registerLedgerGauges(
   });
   new Gauge({
     name: 'tally_ambiguities_open',
-    help: 'Recorded ambiguities the reconciler has not resolved yet',
+    help: 'Recorded ambiguities not resolved yet (settlement_missing ones included: tally_settlements_missing counts those)',
     registers: [registry],
     async collect() {
       const figures = await read();
@@ -294,8 +313,17 @@ export function registerLedgerGauges(
     },
   });
   new Gauge({
+    name: 'tally_settlements_missing',
+    help: 'Admitted holds realized in full because their settlement never came, not yet corrected by a late one (ADR 0047)',
+    registers: [registry],
+    async collect() {
+      const figures = await read();
+      if (figures) this.set(figures.settlementsMissing);
+    },
+  });
+  new Gauge({
     name: 'tally_holds_settlement_overdue',
-    help: 'Captured or admitted holds past their TTL with no settlement: expiry never releases these, the orchestrator must settle them',
+    help: 'Captured or admitted holds past their TTL with no settlement: expiry never releases these; an admitted one is realized in full after the grace',
     registers: [registry],
     async collect() {
       const figures = await read();
@@ -304,7 +332,7 @@ export function registerLedgerGauges(
   });
   new Gauge({
     name: 'tally_ambiguity_oldest_age_seconds',
-    help: 'Age of the oldest unresolved ambiguity (0 when none is open)',
+    help: 'Age of the oldest unresolved ambiguity the reconciler resolves, settlement_missing aside (0 when none is open)',
     registers: [registry],
     async collect() {
       const figures = await read();

@@ -35,6 +35,7 @@ export function authorityLimits(config: TallyConfig): BudgetAuthorityLimits {
     // A hot tree is served in order inside one process; a burst beyond this is shed with QueueFull.
     queueWaitingMax: 8_192,
     holdTtlMs: a.hold_ttl_ms,
+    unsettledGraceMs: a.unsettled_grace_ms,
     nonceTtlMs: a.nonce_ttl_seconds * 1000,
     requireExecutionNonce: a.require_execution_nonce,
     delegationDepthMax: 16,

@@ -8,11 +8,21 @@ export function restoreCommand(): Command {
     .description("put a backup's streams back on a server where they are missing; then run replay for each service")
     .requiredOption('--from <dir>', 'a directory written by tally backup')
     .option('--replicas <n>', "the restored streams' replica count (default: as backed up)")
+    .option(
+      '--keys <file>',
+      "check the manifest's signature against these published keys (GET /v1/keys or the JWKS, saved); " +
+        "default: this machine's authority keys",
+    )
+    .option('--yes', 'delete the empty streams the backup replaces without asking')
     .action(
-      exitWith(async (own: { from: string; replicas?: string }, command: Command) => {
+      exitWith(async (own: { from: string; replicas?: string; keys?: string; yes?: boolean }, command: Command) => {
         const replicas = replicasOf(own.replicas);
+        const keys = own.keys === undefined ? {} : { keys: own.keys };
         const { runRestore, loadConfig } = await import('../restore.command.js');
-        return runRestore({ from: own.from, ...replicas, json: globalsOf(command).json }, loadConfig());
+        return runRestore(
+          { from: own.from, ...replicas, ...keys, yes: own.yes === true, json: globalsOf(command).json },
+          loadConfig(),
+        );
       }),
     );
 }

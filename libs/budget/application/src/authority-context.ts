@@ -5,6 +5,11 @@ import type { AdmissionHook, Clock, IdGenerator, PaymentRail, Signer } from './p
 export interface BudgetAuthorityLimits extends TreeStoreLimits {
   /** How long an uncaptured hold lives before the expiry sweep reverses it (B20). */
   readonly holdTtlMs: number;
+  /**
+   * How long past its TTL an admitted hold waits for its settlement before the sweep realizes
+   * it in full (B20, ADR 0047): long enough for every re-send of a Settle.
+   */
+  readonly unsettledGraceMs: number;
   readonly nonceTtlMs: number;
   /** When true, a request without an execution nonce gets a preflight and a nonce instead of a dispatch (B13). */
   readonly requireExecutionNonce: boolean;

@@ -29,6 +29,7 @@ import { allowAllAdmissionHook } from './ports.js';
 import { decisionFrom, rootOfReceiptId, signedReceipt, type AdmitDecision, type SignedReceipt } from './receipts.js';
 import { reconcile, type Resolution } from './reconcile.handler.js';
 import { settle, type SettleCommand, type SettleResult } from './settle.handler.js';
+import { realizeUnsettled, type RealizedUnsettled } from './unsettled.handler.js';
 import { openToken, verifyProof, type AdmissionProof, type NonceClaims } from './tokens.js';
 import { TreeStore } from './tree-store.js';
 
@@ -162,6 +163,14 @@ export class BudgetAuthority {
   /** B20: reverses expired uncaptured holds of the given trees (default: every tree this process has loaded). */
   expireHolds(rootIds?: readonly string[]): Promise<Expired[]> {
     return expireHolds(this.ctx, rootIds ?? this.ctx.trees.knownRoots().filter((id) => id !== UNVERIFIED_TREE));
+  }
+
+  /**
+   * B20 (ADR 0047): realizes in full the admitted holds of the given trees whose settlement has not
+   * come within their TTL and the grace (default: every tree this process has loaded).
+   */
+  realizeUnsettled(rootIds?: readonly string[]): Promise<RealizedUnsettled[]> {
+    return realizeUnsettled(this.ctx, rootIds ?? this.ctx.trees.knownRoots().filter((id) => id !== UNVERIFIED_TREE));
   }
 
   /** B21: resolves the recorded ambiguities of one tree from the stream and the rail. */

@@ -26,6 +26,7 @@ const PAYLOADS: Readonly<Record<BudgetEventType, Constructor<object>>> = {
   BudgetThresholdCrossed: Dto.BudgetThresholdCrossedDto,
   BudgetExhausted: Dto.BudgetExhaustedDto,
   BudgetOverrun: Dto.BudgetOverrunDto,
+  SpendCorrected: Dto.SpendCorrectedDto,
 };
 
 export const BUDGET_EVENT_SCHEMA_VERSION = 1;

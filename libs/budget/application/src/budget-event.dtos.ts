@@ -198,6 +198,21 @@ export class SpendSettledDto {
   @IsOptional() @IsMoney() hold_overrun_units?: number | string;
   @IsInt() @Ms() at_ms!: number;
   @IsOptional() @IsInt() @Min(0) @CountMax() tokens_used?: number;
+  /** Set when the sweep realized the hold in full because no settlement came (ADR 0047). */
+  @IsOptional() @IsIn(['unsettled_expired']) cause?: string;
+}
+
+/** The late correction of a hold the sweep realized in full (ADR 0047). */
+export class SpendCorrectedDto {
+  @IsIn(['correct_spend']) kind!: string;
+  @IsString() @Id() hold_id!: string;
+  @IsIn(['completed', 'failed_after_dispatch', 'elicitation_required', 'not_dispatched']) outcome!: string;
+  @IsOptional() @IsMoney() actual_units?: number | string;
+  @IsMoney() previous_realized_units!: number | string;
+  @IsMoney() realized_units!: number | string;
+  @IsMoney() hold_overrun_units!: number | string;
+  @IsInt() @Min(-1) @Max(0) invocation_delta!: number;
+  @IsInt() @Ms() at_ms!: number;
 }
 
 export class HoldRetainedDto {
@@ -261,6 +276,7 @@ export class AmbiguityRecordedDto extends HoldStepDto {
     'payment_authorization',
     'payment_release',
     'payment_capture',
+    'settlement_missing',
   ])
   kind!: string;
   @IsOptional() @IsString() event_id?: string;

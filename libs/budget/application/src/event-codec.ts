@@ -11,6 +11,7 @@ export const MONEY_FIELDS: ReadonlySet<string> = new Set([
   'amount_units',
   'actual_units',
   'realized_units',
+  'previous_realized_units',
   'overrun_units',
   'hold_overrun_units',
   'budget_units',

@@ -14,6 +14,8 @@ export { Reasons, UNVERIFIED_TREE, rootOfCapability } from './authority-context.
 export * from './capability.handlers.js';
 export * from './settle.handler.js';
 export * from './expire.handler.js';
+export * from './unsettled.handler.js';
+export { correctable, CORRECTION_REFUND_UNCONFIRMED } from './correct.handler.js';
 export * from './reconcile.handler.js';
 export * from './increase.handler.js';
 export * from './hold-authorization.js';

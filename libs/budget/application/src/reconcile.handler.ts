@@ -75,6 +75,9 @@ async function resolve(ctx: AuthorityContext, ambiguity: Ambiguity, hold: Hold):
         };
       return undefined;
     }
+    case 'settlement_missing':
+      // The orchestrator's own record resolves it (ADR 0047): no fact the reconciler reads can.
+      return undefined;
   }
 }
 

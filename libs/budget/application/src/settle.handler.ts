@@ -2,13 +2,15 @@
 // failed_after_dispatch keeps everything (B5); elicitation_required and not_dispatched
 // release the payment and, only once the rail confirms it, the budget (B6, B9).
 import { moneyToWire } from '@tally/contracts';
-import { minBig, spendFor, type BudgetCommand, type Hold, type SettleOutcome } from '@tally/budget-domain';
+import { spendFor, type BudgetCommand, type Hold, type SettleOutcome } from '@tally/budget-domain';
 import { rootOfCapability, UNVERIFIED_TREE, type AuthorityContext } from './authority-context.js';
+import { correctable, correctLate } from './correct.handler.js';
 import { CURRENCY_MISMATCH, currencyRefusalFor } from './currency-refusal.js';
 import { mayActOnHold, type HoldAuthorization } from './hold-authorization.js';
-import type { PaymentResult } from './ports.js';
 import { answeredCommand, signedReceipt, type ReceiptMetadata, type SignedReceipt } from './receipts.js';
-import { writeReceipt, type ReceiptFields } from './receipt-writer.js';
+import { callRail, capturePayment, finishSettlement, releaseLease, type Plan } from './settlement-steps.js';
+
+export { callRail } from './settlement-steps.js';
 
 export interface SettleCommand {
   readonly command_id: string;
@@ -48,6 +50,8 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
       meta,
       facts: [],
     });
+  // A hold the sweep realized in full because this settlement was late: it corrects that (ADR 0047).
+  if (correctable(hold)) return correctLate(ctx, rootId, cmd, hold, meta);
   const plan = await planSettlement(ctx, hold, cmd.outcome, meta);
   if (cmd.tokens_used !== undefined)
     plan.facts = plan.facts.map((f) => (f.type === 'SettleHold' ? { ...f, tokens_used: cmd.tokens_used } : f));
@@ -61,7 +65,7 @@ export async function settle(ctx: AuthorityContext, cmd: SettleCommand): Promise
  */
 function refusalOf(hold: Hold, outcome: SettleOutcome, meta: ReceiptMetadata): string | undefined {
   if (!hold.admitted) return 'hold was never admitted for dispatch';
-  if (hold.status !== 'captured') return `hold is already ${hold.status}`;
+  if (hold.status !== 'captured' && !correctable(hold)) return `hold is already ${hold.status}`;
   const currency = outcome.kind === 'completed' && currencyRefusalFor(hold, outcome.currency, 'outcome.currency');
   if (!currency) return undefined;
   meta.budget_authority[CURRENCY_MISMATCH] = currency.section;
@@ -88,13 +92,6 @@ async function settleUnknown(ctx: AuthorityContext, cmd: SettleCommand): Promise
 
 /** The reason of a settlement or increase whose hold is unknown to the caller. */
 export const HOLD_UNKNOWN = 'hold is unknown';
-
-interface Plan {
-  verdict: 'allow' | 'deny';
-  reason: string;
-  settlement: string;
-  facts: BudgetCommand[];
-}
 
 async function planSettlement(
   ctx: AuthorityContext,
@@ -147,47 +144,9 @@ async function settleCompleted(
     overrun_units: moneyToWire(spend.hold_overrun_units),
   };
   if (spend.hold_overrun_units > 0n) meta.budget_authority.overrun_units = moneyToWire(spend.hold_overrun_units);
-  const facts: BudgetCommand[] = [];
-  let settlement = 'completed';
-  const payment = hold.payment;
-  if (payment.status === 'authorized' && payment.authorization_id !== undefined && payment.mode === 'reversible_hold') {
-    // A reversible hold is captured for the actual amount (never beyond what was authorized), or released at 0.
-    const amount = minBig(spend.realized_units, hold.exposure_units);
-    const reference = hold.request_id;
-    const currency = hold.currency ?? 'XXX';
-    const result = await callRail(() =>
-      amount === 0n
-        ? ctx.rail.release({ authorization_id: payment.authorization_id!, reference })
-        : ctx.rail.capture({ authorization_id: payment.authorization_id!, amount_units: amount, currency, reference }),
-    );
-    const ok = result.outcome === (amount === 0n ? 'released' : 'settled');
-    meta.financial = {
-      payment_reference: payment.authorization_id,
-      payment_capture_amount_units: moneyToWire(amount),
-      payment_capture_status: result.outcome,
-    };
-    const step = ok ? (amount === 0n ? 'released' : 'captured') : 'capture_failed';
-    facts.push({
-      type: 'RecordPaymentStep',
-      hold_id: hold.hold_id,
-      payment: {
-        step,
-        amount_units: amount,
-        ...('rail_reference' in result ? { rail_reference: result.rail_reference } : {}),
-      },
-      now_ms: now,
-    });
-    if (!ok) {
-      settlement = 'failed';
-      facts.push({ type: 'RecordAmbiguity', kind: 'payment_capture', hold_id: hold.hold_id, reference, now_ms: now });
-    }
-  } else if (payment.mode === 'prepaid_final') {
-    meta.financial = {
-      payment_reference: payment.authorization_id ?? null,
-      payment_mode: 'prepaid_final',
-      payment_capture_status: 'prepaid',
-    };
-  }
+  const captured = await capturePayment(ctx, hold, spend.realized_units, meta);
+  const facts: BudgetCommand[] = [...captured.facts];
+  const settlement = captured.confirmed ? 'completed' : 'failed';
   facts.push({ type: 'SettleHold', hold_id: hold.hold_id, outcome, now_ms: now });
   return { verdict: 'allow', reason: 'completed', settlement, facts };
 }
@@ -254,27 +213,7 @@ export async function releasePayment(
   };
 }
 
-export async function callRail(call: () => Promise<PaymentResult>): Promise<PaymentResult> {
-  try {
-    return await call();
-  } catch {
-    return { outcome: 'rail_error', detail: 'rail threw' };
-  }
-}
-
-async function releaseLease(ctx: AuthorityContext, hold: Hold, meta: ReceiptMetadata): Promise<BudgetCommand[]> {
-  if (hold.lease_id === undefined || hold.lease_released) return [];
-  const now = ctx.clock.nowMs();
-  try {
-    await ctx.hook.release({ lease_id: hold.lease_id, hold_id: hold.hold_id, request_id: hold.request_id });
-    meta.runtime = { lease_id: hold.lease_id, reservation_released: true };
-    return [{ type: 'RecordLease', hold_id: hold.hold_id, lease_id: hold.lease_id, outcome: 'released', now_ms: now }];
-  } catch {
-    meta.runtime = { lease_id: hold.lease_id, reservation_release_failed: true, reservation_retained: true };
-    return [{ type: 'RecordLease', hold_id: hold.hold_id, lease_id: hold.lease_id, outcome: 'failed', now_ms: now }];
-  }
-}
-
+/** Another settlement that won the race is answered in this command's receipt, which then records nothing else. */
 async function finish(
   ctx: AuthorityContext,
   rootId: string,
@@ -282,37 +221,5 @@ async function finish(
   hold: Hold | undefined,
   plan: Plan & { meta: ReceiptMetadata },
 ): Promise<SettleResult> {
-  const fields = (verdict: 'allow' | 'deny', reason: string, settlement: string): ReceiptFields => ({
-    kind: 'settlement',
-    verdict,
-    reason,
-    request_id: hold?.request_id ?? null,
-    capability_id: hold?.capability_id ?? null,
-    hold_id: cmd.hold_id,
-    grant_index: hold?.grant_index ?? null,
-    server_id: hold?.binding.server_id ?? null,
-    tool_name: hold?.binding.tool_name ?? null,
-    context: hold?.context ?? null,
-    settlement,
-    metadata: plan.meta,
-  });
-  let written = await writeReceipt(
-    ctx,
-    rootId,
-    cmd.command_id,
-    fields(plan.verdict, plan.reason, plan.settlement),
-    plan.facts,
-  );
-  // Another settlement won the race: this command's answer says so, and records nothing else.
-  if (written.kind === 'rejected')
-    written = await writeReceipt(
-      ctx,
-      rootId,
-      cmd.command_id,
-      fields('deny', written.rejection.message, 'rejected'),
-      [],
-    );
-  if (written.kind === 'rejected')
-    throw new Error(`receipt for ${cmd.command_id} was rejected: ${written.rejection.message}`);
-  return { receipt: written.receipt };
+  return { receipt: await finishSettlement(ctx, rootId, cmd, hold, plan) };
 }

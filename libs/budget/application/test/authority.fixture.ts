@@ -31,6 +31,7 @@ export const LIMITS: BudgetAuthorityLimits = {
   treeCacheMax: 1000,
   queueWaitingMax: 10_000,
   holdTtlMs: 30_000,
+  unsettledGraceMs: 60_000,
   nonceTtlMs: 30_000,
   requireExecutionNonce: false,
   delegationDepthMax: 8,

@@ -32,6 +32,11 @@ export function amountOverflow(state: TreeState, event: BudgetEvent): Rejection 
         ? undefined
         : chainOverflow(state, hold.chain, event.data.realized_units - hold.exposure_units);
     }
+    case 'SpendCorrected': {
+      const hold = state.holds.get(event.data.hold_id);
+      const delta = event.data.realized_units - event.data.previous_realized_units;
+      return hold === undefined ? undefined : chainOverflow(state, hold.chain, delta);
+    }
     default:
       return undefined;
   }

@@ -1,7 +1,7 @@
 // Commands to the delegation-tree aggregate. Each is one durable step of a use case;
 // time, ids and rail outcomes arrive on the command, because the decider does no I/O.
 import type { CancelCause, DispatchFailure, PaymentStep } from './events.js';
-import type { AdmitContext, Grant, NonceBinding, PaymentMode } from './model.js';
+import type { AdmitContext, AmbiguityKind, Grant, NonceBinding, PaymentMode } from './model.js';
 
 export interface IssueCapability {
   readonly type: 'IssueCapability';
@@ -168,10 +168,29 @@ export interface ExpireHolds {
   readonly holds_max: number;
 }
 
+/**
+ * B20 (ADR 0047): an admitted hold whose settlement has not come by its TTL plus `grace_ms`
+ * is realized in full, because an absent settlement is unknown, never zero.
+ */
+export interface SettleUnsettled {
+  readonly type: 'SettleUnsettled';
+  readonly hold_id: string;
+  /** How long past its TTL an admitted hold waits for its settlement (authority.unsettled_grace_ms). */
+  readonly grace_ms: number;
+  readonly now_ms: number;
+}
+
+/** B21 (ADR 0047): the orchestrator's late record of a hold the sweep realized in full corrects it. */
+export interface CorrectSpend {
+  readonly type: 'CorrectSpend';
+  readonly hold_id: string;
+  readonly outcome: SettleOutcome;
+  readonly now_ms: number;
+}
+
 export interface RecordAmbiguity {
   readonly type: 'RecordAmbiguity';
-  readonly kind:
-    'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
+  readonly kind: AmbiguityKind;
   readonly hold_id: string;
   readonly event_id?: string;
   readonly event_in_stream?: boolean;
@@ -217,4 +236,6 @@ export type BudgetCommand =
   | RecordAmbiguity
   | ResolveAmbiguity
   | RecordReceipt
-  | IncreaseHold;
+  | IncreaseHold
+  | SettleUnsettled
+  | CorrectSpend;

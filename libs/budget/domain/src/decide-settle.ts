@@ -127,7 +127,7 @@ export function spendFor(hold: Hold, actual: bigint) {
 }
 
 /** The alert of an overrun, with the figures of the hold's own grant once the charge is booked. */
-function overrunEvent(state: TreeState, hold: Hold, charge: bigint, atMs: number): BudgetEvent {
+export function overrunEvent(state: TreeState, hold: Hold, charge: bigint, atMs: number): BudgetEvent {
   const own = hold.chain[0]!;
   const grant = state.capabilities.get(own.capability_id)!.grants[own.grant_index]!;
   const period = hold.periods?.[0] ?? null;

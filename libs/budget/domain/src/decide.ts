@@ -16,6 +16,7 @@ import {
   decideSettle,
 } from './decide-settle.js';
 import { decideIncrease } from './decide-increase.js';
+import { decideCorrect, decideSettleUnsettled } from './decide-unsettled.js';
 import { alertEvents } from './decide-policy.js';
 import type { Decision, Rejection } from './decision.js';
 import type { BudgetEvent, RecordedBudgetEvent } from './events.js';
@@ -58,6 +59,10 @@ export function decide(command: BudgetCommand, state: TreeState): Decision {
       return decideReceipt(command, state);
     case 'IncreaseHold':
       return decideIncrease(command, state);
+    case 'SettleUnsettled':
+      return decideSettleUnsettled(command, state);
+    case 'CorrectSpend':
+      return decideCorrect(command, state);
   }
 }
 
@@ -94,7 +99,7 @@ export function decideSequence(commands: readonly BudgetCommand[], state: TreeSt
 
 function alertsAfter(command: BudgetCommand, state: TreeState): BudgetEvent[] {
   const holdId =
-    command.type === 'SettleHold' || command.type === 'IncreaseHold'
+    command.type === 'SettleHold' || command.type === 'IncreaseHold' || command.type === 'CorrectSpend'
       ? command.hold_id
       : command.type === 'AuthorizeHold'
         ? state.requests.get(command.request_id)

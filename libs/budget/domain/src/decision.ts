@@ -31,6 +31,8 @@ export type RejectionCode =
   | 'hold_not_captured'
   | 'hold_not_admitted'
   | 'hold_already_settled'
+  /** An admitted hold within its TTL and the grace: its settlement may still come (ADR 0047). */
+  | 'hold_not_overdue'
   | 'nonce_already_consumed'
   | 'nonce_expired'
   | 'ambiguity_unknown'

@@ -9,6 +9,7 @@ import type {
   NonceBinding,
   PaymentMode,
   StoredGrant,
+  UnsettledCause,
 } from './model.js';
 import type { Period } from './periods.js';
 
@@ -176,6 +177,33 @@ export interface SpendSettledData {
   readonly at_ms: number;
   /** Tokens the call used: corrects the hold's tokens_per_minute share. */
   readonly tokens_used?: number;
+  /**
+   * Set when no settlement came (ADR 0047): the sweep booked the whole exposure. Absent on every
+   * settlement the orchestrator reported, and on every event from before ADR 0047.
+   */
+  readonly cause?: UnsettledCause;
+}
+
+/**
+ * The orchestrator's late record of a hold the sweep realized in full (ADR 0047): a further
+ * fact that moves realized spend from the whole exposure to what the call really cost.
+ */
+export interface SpendCorrectedData {
+  readonly kind: 'correct_spend';
+  readonly hold_id: string;
+  /** What the orchestrator reported, late. */
+  readonly outcome: 'completed' | 'failed_after_dispatch' | 'elicitation_required' | 'not_dispatched';
+  /** The cost a completed outcome reported. */
+  readonly actual_units?: bigint;
+  /** The spend booked before: the whole exposure the sweep realized. */
+  readonly previous_realized_units: bigint;
+  /** The spend booked now (spendFor of a completed outcome; 0 when the call never ran; kept when it failed). */
+  readonly realized_units: bigint;
+  /** The part of realized_units beyond the hold (ADR 0043). */
+  readonly hold_overrun_units: bigint;
+  /** -1 when the call never ran (not dispatched, or stopped for an elicitation): its invocation is given back. */
+  readonly invocation_delta: 0 | -1;
+  readonly at_ms: number;
 }
 
 export type DispatchFailure = 'cancellation' | 'deadline' | 'incomplete' | 'generic' | 'tool_not_registered';
@@ -296,7 +324,8 @@ export type BudgetEvent =
   | Ev<'HoldIncreased', HoldIncreasedData>
   | Ev<'BudgetThresholdCrossed', BudgetThresholdCrossedData>
   | Ev<'BudgetExhausted', BudgetExhaustedData>
-  | Ev<'BudgetOverrun', BudgetOverrunData>;
+  | Ev<'BudgetOverrun', BudgetOverrunData>
+  | Ev<'SpendCorrected', SpendCorrectedData>;
 
 export type BudgetEventType = BudgetEvent['type'];
 
@@ -323,6 +352,7 @@ export const BUDGET_EVENT_TYPES: readonly BudgetEventType[] = [
   'BudgetThresholdCrossed',
   'BudgetExhausted',
   'BudgetOverrun',
+  'SpendCorrected',
 ];
 
 /**

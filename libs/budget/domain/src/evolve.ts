@@ -7,6 +7,7 @@ import type {
   HoldAuthorizedData,
   PaymentStepRecordedData,
   RecordedBudgetEvent,
+  SpendCorrectedData,
 } from './events.js';
 import { addPeriodUsage, enterWindows, growWindows, leaveWindows } from './evolve-policy.js';
 import { assertChainWithinLimits, assertSiblingShares } from './invariants.js';
@@ -78,9 +79,15 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
     case 'SpendSettled': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'captured' && hold.admitted, `settlement of ${hold.hold_id} in status ${hold.status}`);
+      const cause = event.data.cause;
+      assert(
+        cause === undefined || event.data.realized_units === hold.exposure_units,
+        `the sweep booked ${hold.hold_id} short of its exposure`,
+      );
+      const settled: Hold = { ...hold, status: 'settled', realized_units: event.data.realized_units };
       const closed = leaveWindows(
         state,
-        { ...hold, status: 'settled', realized_units: event.data.realized_units },
+        cause === undefined ? settled : { ...settled, settlement_cause: cause },
         event.data.tokens_used,
       );
       // Events from before ADR 0043 carry no hold_overrun_units: they booked within the limits and count no overrun.
@@ -98,6 +105,8 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         ...delta,
       });
     }
+    case 'SpendCorrected':
+      return correctSpend(state, event.data, event.event_id, event.commit_index);
     case 'HoldRetained': {
       const hold = holdOf(state, event.data.hold_id);
       assert(hold.status === 'captured' && hold.admitted, `retention of ${hold.hold_id} in status ${hold.status}`);
@@ -204,6 +213,30 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
       return chainOnReceipt(next, record);
     }
   }
+}
+
+/** A late settlement moves a swept hold's realized spend to what it reported (ADR 0047), once. */
+function correctSpend(state: TreeState, d: SpendCorrectedData, eventId: string, commitIndex: number): TreeState {
+  const hold = holdOf(state, d.hold_id);
+  assert(
+    hold.status === 'settled' && hold.settlement_cause !== undefined && !hold.corrected,
+    `correction of ${hold.hold_id}, which the sweep did not settle or which was corrected already`,
+  );
+  assert(d.previous_realized_units === hold.realized_units, `correction of ${hold.hold_id} from another spend`);
+  const over = d.hold_overrun_units;
+  assert(over === 0n || d.realized_units === hold.exposure_units + over, `overrun of ${hold.hold_id} does not add up`);
+  const real = d.realized_units - d.previous_realized_units;
+  const corrected: Hold = { ...hold, realized_units: d.realized_units, corrected: true };
+  return mutate(state, corrected, {
+    kind: d.kind,
+    eventId,
+    commitIndex,
+    atMs: d.at_ms,
+    inv: d.invocation_delta,
+    exp: 0n,
+    real,
+    over,
+  });
 }
 
 function issueCapability(state: TreeState, data: CapabilityIssuedData): TreeState {

@@ -24,6 +24,10 @@ export const EventIds = {
     `${hold}:cancel-captured-before-dispatch:${captureCommitIndex}`,
   releaseExposure: (hold: string) => `${hold}:release-exposure`,
   settle: (hold: string) => `${hold}:settle`,
+  /** The sweep's settlement of a hold whose own never came (ADR 0047): its own id, so it never dedupes against a settle. */
+  settleUnsettled: (hold: string) => `${hold}:unsettled-expired`,
+  /** A swept hold is corrected once. */
+  correctSpend: (hold: string) => `${hold}:correct-spend`,
   /** A hold settles once, so it overruns at most once. */
   overrun: (hold: string) => `${hold}:overrun`,
   retain: (hold: string) => `${hold}:retain`,

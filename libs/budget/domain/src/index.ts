@@ -17,4 +17,5 @@ export * from './periods.js';
 export * from './rate-window.js';
 export { periodsFor, roomOf, fitExposure, checkRateLimits, alertEvents, countedTokens } from './decide-policy.js';
 export { decideIncrease, increaseEventId } from './decide-increase.js';
+export { correctionFor, isUnsettledPast, unsettledHolds } from './decide-unsettled.js';
 export * from './receipt-chain.js';

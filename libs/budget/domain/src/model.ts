@@ -175,7 +175,14 @@ export interface Hold {
   readonly rate_seqs?: readonly (number | null)[];
   /** Increases taken so far (POST /v1/holds/{id}/increase). */
   readonly increases?: number;
+  /** Set when the sweep realized the hold in full because its settlement never came (ADR 0047). */
+  readonly settlement_cause?: UnsettledCause;
+  /** Set once the orchestrator's late record corrected that settlement: it is corrected only once. */
+  readonly corrected?: true;
 }
+
+/** Why a hold was settled without its settlement: it was admitted, and none came within its TTL and the grace. */
+export type UnsettledCause = 'unsettled_expired';
 
 export interface NonceBinding extends Binding {
   readonly request_id: string;
@@ -190,7 +197,14 @@ export interface Nonce {
 }
 
 export type AmbiguityKind =
-  'invocation_capture' | 'cancellation' | 'reverse' | 'payment_authorization' | 'payment_release' | 'payment_capture';
+  | 'invocation_capture'
+  | 'cancellation'
+  | 'reverse'
+  | 'payment_authorization'
+  | 'payment_release'
+  | 'payment_capture'
+  /** An admitted hold whose settlement never came; realized in full until the orchestrator's record corrects it. */
+  | 'settlement_missing';
 
 export interface Ambiguity {
   readonly ambiguity_id: string;
@@ -226,7 +240,9 @@ export type MutationKind =
   | 'release_exposure'
   | 'reconcile_spend'
   | 'capture_spend'
-  | 'increase_exposure';
+  | 'increase_exposure'
+  /** A late settlement's correction of a hold the sweep realized in full (ADR 0047). */
+  | 'correct_spend';
 
 export interface MutationRecord {
   readonly event_id: string;

@@ -1,25 +1,22 @@
-// Proves B19 on the pure decider (ADR 0043): across random interleavings of commands, duplicates and lost appends
-// over a delegation tree, every charge is booked in full, committed passes a limit only by settled overruns, no hold
-// is admitted past a limit, event ids never collide, and folding the events rebuilds the state.
+// Proves B19 on the pure decider (ADR 0043, ADR 0047): across random interleavings of commands, duplicates and lost
+// appends over a delegation tree, sweeps of unsettled holds and late corrections, every charge is booked in full,
+// committed passes a limit only by settled overruns, no hold is admitted past a limit, event ids never collide, and
+// folding the events rebuilds the state.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
-  assertTreeInvariants,
-  committedOf,
   decideSequence,
   evolve,
   fold,
   initialState,
-  spendOf,
-  usageKey,
-  usageOf,
   type BudgetCommand,
-  type GrantRef,
   type Hold,
   type RecordedBudgetEvent,
   type SettleOutcome,
   type TreeState,
+  unsettledHolds,
 } from '../src/index.js';
+import { GRACE_MS, checkBooks, checkCorrection, checkFits, checkSettlement } from './books.checks.js';
 import { MONETARY, NOW, UNLIMITED, authorize, given, issue, run } from './tree.fixture.js';
 
 /** A tight tree where every kind of limit binds: invocations, grant totals, shares and the parent's capacity. */
@@ -41,8 +38,9 @@ type Op =
   | { op: 'authorize'; req: number; cap: number; cost: number | null; preflight: boolean }
   | { op: 'capture' | 'rollback' | 'cancel' | 'admit'; req: number; preflight: boolean }
   | { op: 'settle'; req: number; outcome: number; cost: number; prepaid: boolean }
-  | { op: 'dispatch'; req: number; cost: number; prepaid: boolean }
-  | { op: 'expire'; advanceMs: number }
+  | { op: 'dispatch' | 'abandon'; req: number; cost: number; prepaid: boolean }
+  | { op: 'expire' | 'sweep'; advanceMs: number }
+  | { op: 'correct'; req: number; outcome: number; cost: number }
   | { op: 'revoke'; cap: number };
 
 const REQS = 24;
@@ -84,13 +82,24 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     // A whole dispatch at a cost up to four holds' worth: the way most overruns are reached.
     weight: 3,
     arbitrary: fc.record({
-      op: fc.constant('dispatch' as const),
+      // An abandoned dispatch is admitted and never settled: its orchestrator vanished (ADR 0047).
+      op: fc.constantFrom('dispatch' as const, 'dispatch' as const, 'abandon' as const),
       req: fc.nat(REQS),
       cost: fc.nat(400),
       prepaid: fc.boolean(),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), advanceMs: fc.nat(20_000) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('sweep' as const), advanceMs: fc.nat(45_000) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('correct' as const),
+      req: fc.nat(REQS),
+      outcome: fc.nat(4),
+      cost: fc.nat(400),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), cap: fc.integer({ min: 1, max: 3 }) }) },
 );
 const stepArb = fc.tuple(opArb, fc.constantFrom<Fate>('apply', 'apply', 'apply', 'drop', 'duplicate'));
@@ -104,6 +113,7 @@ const OUTCOMES = (cost: number): SettleOutcome[] => [
   { kind: 'failed_after_dispatch', failure: 'generic' },
   { kind: 'elicitation_required', message: 'm' },
   { kind: 'completed', cost_units: 0n },
+  { kind: 'not_dispatched', reason: 'r' },
 ];
 
 function commandsFor(op: Op, state: TreeState, now: number): BudgetCommand[] {
@@ -118,22 +128,36 @@ function commandsFor(op: Op, state: TreeState, now: number): BudgetCommand[] {
     }
     case 'expire':
       return [{ type: 'ExpireHolds', now_ms: now, holds_max: 1000 }];
+    case 'sweep':
+      return unsettledHolds(state, now, GRACE_MS, 1000).map((h) => ({
+        type: 'SettleUnsettled',
+        hold_id: h.hold_id,
+        grace_ms: GRACE_MS,
+        now_ms: now,
+      }));
     case 'revoke':
       return [{ type: 'RevokeCapability', capability_id: CAPS[op.cap]!, now_ms: now }];
+    case 'correct': {
+      // The late record of one of the holds the sweep realized in full (or of any hold, when none was).
+      const swept = [...state.holds.values()].filter((h) => h.settlement_cause !== undefined && !h.corrected);
+      const hold_id = swept[op.req % Math.max(1, swept.length)]?.hold_id ?? holdFor(state, op.req, false);
+      return hold_id ? [{ type: 'CorrectSpend', hold_id, outcome: OUTCOMES(op.cost)[op.outcome]!, now_ms: now }] : [];
+    }
     default:
       return holdCommands(op, state, now);
   }
 }
 
 function holdCommands(
-  op: Exclude<Op, { op: 'authorize' | 'expire' | 'revoke' }>,
+  op: Exclude<Op, { op: 'authorize' | 'expire' | 'sweep' | 'revoke' | 'correct' }>,
   state: TreeState,
   now: number,
 ): BudgetCommand[] {
-  const hold_id = holdFor(state, op.req, op.op === 'settle' || op.op === 'dispatch' ? false : op.preflight);
+  const hold_id = holdFor(state, op.req, 'preflight' in op ? op.preflight : false);
   if (!hold_id) return [];
   switch (op.op) {
     case 'dispatch':
+    case 'abandon':
       return dispatchCommands(op, state.holds.get(hold_id)!, now);
     case 'capture':
       return [{ type: 'CaptureInvocation', hold_id, now_ms: now }];
@@ -159,19 +183,14 @@ function holdCommands(
         payment: { step: 'authorized', mode },
         now_ms: now,
       };
-      const outcome = OUTCOMES(op.cost)[op.outcome]! as Exclude<SettleOutcome, { kind: 'not_dispatched' }>;
+      const outcome = OUTCOMES(op.cost)[op.outcome % 4]! as Exclude<SettleOutcome, { kind: 'not_dispatched' }>;
       return [pay, { type: 'SettleHold', hold_id, outcome, now_ms: now }];
     }
   }
 }
 
-interface Books {
-  committed: bigint;
-  overrun: bigint;
-}
-
-/** The rest of a hold's way from wherever it stands to a completed settlement at `cost`. */
-function dispatchCommands(op: Extract<Op, { op: 'dispatch' }>, hold: Hold, now: number): BudgetCommand[] {
+/** The rest of a hold's way from wherever it stands to a completed settlement at `cost` (abandoned: to its admission). */
+function dispatchCommands(op: Extract<Op, { op: 'dispatch' | 'abandon' }>, hold: Hold, now: number): BudgetCommand[] {
   const hold_id = hold.hold_id;
   const mode = op.prepaid ? 'prepaid_final' : 'reversible_hold';
   const out: BudgetCommand[] = [];
@@ -179,76 +198,17 @@ function dispatchCommands(op: Extract<Op, { op: 'dispatch' }>, hold: Hold, now: 
   else if (hold.status !== 'captured') return [];
   out.push({ type: 'RecordPaymentStep', hold_id, payment: { step: 'authorized', mode }, now_ms: now });
   if (!hold.admitted) out.push({ type: 'AdmitInvocation', hold_id, now_ms: now });
+  if (op.op === 'abandon') return out;
   out.push({ type: 'SettleHold', hold_id, outcome: { kind: 'completed', cost_units: BigInt(op.cost) }, now_ms: now });
   return out;
 }
 
-/** Recomputes committed spend and overruns per grant from the holds alone: an independent check of the books. */
-function booksFromHolds(state: TreeState): Map<string, Books> {
-  const out = new Map<string, Books>();
-  for (const hold of state.holds.values()) {
-    const live = hold.status === 'authorized' || hold.status === 'captured' || hold.status === 'retained';
-    const settled = hold.status === 'settled' ? hold.realized_units! : 0n;
-    const amount = live ? hold.exposure_units : settled;
-    const overrun = settled > hold.exposure_units ? settled - hold.exposure_units : 0n;
-    for (const ref of hold.chain) {
-      const books = out.get(usageKey(ref)) ?? { committed: 0n, overrun: 0n };
-      out.set(usageKey(ref), { committed: books.committed + amount, overrun: books.overrun + overrun });
-    }
-  }
-  return out;
-}
-
-/** B19 (ADR 0043): committed passes a limit only by the overruns settled on it; the books match the holds. */
-function checkBooks(state: TreeState): void {
-  assertTreeInvariants(state);
-  const independent = booksFromHolds(state);
-  for (const [key, usage] of state.usage) {
-    expect(committedOf(usage)).toBe(independent.get(key)?.committed ?? 0n);
-    expect(usage.overrun_cost_units).toBe(independent.get(key)?.overrun ?? 0n);
-  }
-  for (const capability of state.capabilities.values()) {
-    const spend = spendOf(state, capability.id);
-    if (capability.budget_units !== undefined)
-      expect(spend.committed_units <= capability.budget_units + spend.overrun_units).toBe(true);
-    for (const [index, grant] of capability.grants.entries()) {
-      const usage = state.usage.get(usageKey({ capability_id: capability.id, grant_index: index }));
-      if (!usage) continue;
-      if (grant.max_total_cost_units !== undefined)
-        expect(committedOf(usage) <= grant.max_total_cost_units + usage.overrun_cost_units).toBe(true);
-      if (grant.max_invocations !== undefined) expect(usage.invocation_count <= grant.max_invocations).toBe(true);
-    }
-  }
-}
-
-/** A hold taken or raised fits under every limit of its chain: an overrun never lets new spend in. */
-function checkFits(state: TreeState, chain: readonly GrantRef[]): void {
-  for (const ref of chain) {
-    const capability = state.capabilities.get(ref.capability_id)!;
-    const limit = capability.grants[ref.grant_index]!.max_total_cost_units;
-    if (limit !== undefined) expect(committedOf(usageOf(state, ref)) <= limit).toBe(true);
-    if (capability.budget_units !== undefined)
-      expect(spendOf(state, capability.id).committed_units <= capability.budget_units).toBe(true);
-  }
-}
-
-/** B4 and B19: a settlement books what the provider billed (a prepaid-final one at least its hold), never less. */
-function checkSettlement(before: TreeState, event: RecordedBudgetEvent): void {
-  if (event.type !== 'SpendSettled') return;
-  const hold = before.holds.get(event.data.hold_id)!;
-  const actual = event.data.actual_units;
-  const prepaid = hold.payment.mode === 'prepaid_final';
-  const charge = prepaid && actual < hold.exposure_units ? hold.exposure_units : actual;
-  expect(event.data.realized_units).toBe(charge);
-  expect(event.data.overrun_units).toBe(0n);
-  expect(event.data.hold_overrun_units).toBe(charge > hold.exposure_units ? charge - hold.exposure_units : 0n);
-}
-
 describe('no overspend, ever (B19)', () => {
-  it('B19 random interleavings with duplicates and lost appends book every charge in full, pass a limit only by settled overruns, never admit past one, and a refold rebuilds the same state', () => {
+  it('B19 B20 B21 random interleavings with duplicates, lost appends, sweeps of unsettled holds and late corrections book every charge in full, pass a limit only by settled overruns, never admit past one, and a refold rebuilds the same state', () => {
     // Counted across runs, so the test shows the interleavings did reach overruns and shut grants.
     let overruns = 0;
     let shut = 0;
+    let corrected = 0;
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 40, maxLength: 150, size: 'max' }), (steps) => {
         const start = tightTree();
@@ -268,15 +228,17 @@ describe('no overspend, ever (B19)', () => {
             seen.add(event.event_id);
             const r = { ...event, commit_index: state.last_commit_index + 1 } as RecordedBudgetEvent;
             checkSettlement(state, r);
+            checkCorrection(state, r);
             state = evolve(state, r);
             recorded.push(r);
             if (r.type === 'BudgetOverrun') overruns++;
+            if (r.type === 'SpendCorrected') corrected++;
             if (r.type === 'HoldAuthorized' || r.type === 'HoldIncreased')
               checkFits(state, state.holds.get(r.data.hold_id)!.chain);
           }
         };
         for (const [op, fate] of steps) {
-          if (op.op === 'expire') now += op.advanceMs;
+          if (op.op === 'expire' || op.op === 'sweep') now += op.advanceMs;
           const commands = commandsFor(op, state, now);
           if (commands.length === 0 || fate === 'drop') continue;
           append(commands);
@@ -290,5 +252,6 @@ describe('no overspend, ever (B19)', () => {
     );
     expect(overruns).toBeGreaterThan(0);
     expect(shut).toBeGreaterThan(0);
+    expect(corrected).toBeGreaterThan(0);
   });
 });

@@ -47,6 +47,7 @@ const HOLD_EVENTS = new Set([
   'HoldRetained',
   'InvocationAdmitted',
   'HoldIncreased',
+  'SpendCorrected',
 ]);
 
 export function budgetLedgerProjection(options: BudgetLedgerOptions): Projection {
@@ -237,6 +238,20 @@ function holdStep(batch: LedgerBatch, stored: StoredEvent, options: BudgetLedger
         exposedUnits: -hold.exposureUnits,
         realizedUnits: realized,
         overrunUnits,
+      });
+      break;
+    }
+    case 'SpendCorrected': {
+      // A late settlement of a hold the sweep realized in full (ADR 0047): the spend moves to the reported cost.
+      const realized = money(data.realized_units);
+      next.realizedUnits = realized;
+      batch.mutate(next, {
+        ...base,
+        cause: data.outcome ?? null,
+        invocations: data.invocation_delta ?? 0,
+        exposedUnits: 0n,
+        realizedUnits: realized - money(data.previous_realized_units),
+        overrunUnits: money(data.hold_overrun_units),
       });
       break;
     }

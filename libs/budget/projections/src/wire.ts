@@ -58,7 +58,7 @@ export interface HoldAuthorizedWire {
   readonly at_ms: number;
 }
 
-/** InvocationCaptured, HoldReversed, CaptureCancelled, ExposureReleased, SpendSettled. */
+/** InvocationCaptured, HoldReversed, CaptureCancelled, ExposureReleased, SpendSettled, SpendCorrected. */
 export interface HoldMutationWire {
   readonly kind: string;
   readonly hold_id: string;
@@ -69,6 +69,12 @@ export interface HoldMutationWire {
   readonly hold_overrun_units?: WireMoney;
   /** HoldIncreased: the exposure added. */
   readonly amount_units?: WireMoney;
+  /** SpendCorrected (ADR 0047): the spend the sweep booked, which realized_units replaces. */
+  readonly previous_realized_units?: WireMoney;
+  /** SpendCorrected: -1 when the call never ran and its invocation is given back. */
+  readonly invocation_delta?: number;
+  /** SpendCorrected: the outcome the orchestrator reported late, shown as the mutation's cause. */
+  readonly outcome?: string;
   readonly at_ms: number;
 }
 

@@ -6,9 +6,11 @@
 // reloads). Every paid call is admitted first and settled after.
 import {
   planNext,
+  promptTokenBound,
   type AttemptOutcome,
   type DispatchStep,
   type NextStep,
+  type RefuseAttempt,
   type WorkCommand,
   type WorkUnitState,
 } from '@tally/orchestrator-domain';
@@ -18,12 +20,15 @@ import { credentialFor } from './credential.js';
 import { admitFitted, fittedRequest, maxTokensFor } from './fitted-admission.js';
 import type {
   AdmissionProofWire,
+  AdmitDecision,
   BudgetPort,
   Clock,
   DispatchDelta,
   IdSource,
   JitterSource,
+  ModelPrice,
   PriceTable,
+  PromptProfiles,
   ProviderGateway,
   OutputStore,
   Sleep,
@@ -62,6 +67,8 @@ export interface DispatchWorkerDeps {
   readonly gateway: ProviderGateway;
   readonly budget: BudgetPort;
   readonly prices: PriceTable;
+  /** What each model makes of a prompt (ADR 0042); absent, every prompt is bounded by its bytes. */
+  readonly prompts?: PromptProfiles;
   readonly clock: Clock;
   readonly jitter: JitterSource;
   readonly sleep: Sleep;
@@ -200,26 +207,9 @@ export class DispatchWorker {
   ): Promise<StepResult> {
     const work = requireWork(view.state);
     const { provider, model } = plan.leg;
-    const price = this.deps.prices.priceOf(provider, model);
-    if (!price) {
-      const error = `model ${model} of provider ${provider} has no price: refused, never dispatched without a hold`;
-      return continueAfter(
-        await this.apply(workId, view, { type: 'RefuseAttempt', ordinal: plan.ordinal, code: 'unpriced_model', error }),
-      );
-    }
-    const token = credentialFor(work.token_fingerprint, options.credential);
-    if (token === undefined && this.deps.budget.credentialRequired !== false) {
-      const error =
-        'the capability token did not reach the worker with this unit (the ledger keeps only its fingerprint): refused, never dispatched without admission; submit the work again under a new work id';
-      return continueAfter(
-        await this.apply(workId, view, {
-          type: 'RefuseAttempt',
-          ordinal: plan.ordinal,
-          code: 'credential_unavailable',
-          error,
-        }),
-      );
-    }
+    const checked = this.admissible(work, plan, options);
+    if (!checked.ok) return this.refuse(workId, view, plan.ordinal, checked.code, checked.error);
+    const { price, promptTokens, token } = checked;
     if (await this.waitBackoff(workId, view, plan, options)) return CONTINUE;
     const ids = budgetCommandIds(workId, plan.ordinal);
     const context = {
@@ -237,43 +227,20 @@ export class DispatchWorker {
       max_tokens: work.limits.max_tokens,
       ...(work.options === undefined ? {} : { options: work.options }),
     });
+    const base = { command_id: ids.admit, request_id: ids.request_id, token: token ?? '', server_id: provider };
     const request = fittedRequest(
-      {
-        command_id: ids.admit,
-        request_id: ids.request_id,
-        token: token ?? '',
-        server_id: provider,
-        tool_name: model,
-        parameters_hash,
-        context,
-      },
+      { ...base, tool_name: model, parameters_hash, context },
       price,
-      work.messages,
+      promptTokens,
       work.limits.max_tokens,
-      work.options,
     );
     const admission = await admitFitted(this.deps.budget, this.deps.sleep, request, work.limits, options.signal);
     const cost = admission.hold_units ?? request.requested_cost_units;
     const maxTokens =
       admission.hold_units === undefined
         ? work.limits.max_tokens
-        : maxTokensFor(price, work.messages, admission.hold_units, work.limits.max_tokens, work.options);
-    if (admission.verdict !== 'allow' || !admission.hold_id) {
-      const why =
-        admission.verdict === 'allow'
-          ? 'allowed without a hold id, which cannot be settled'
-          : (admission.reason ?? 'no reason given');
-      return continueAfter(
-        await this.apply(workId, view, {
-          type: 'RefuseAttempt',
-          ordinal: plan.ordinal,
-          code: 'admission_denied',
-          error: `admission denied by the budget authority: ${why}`,
-          ...(admission.reason === undefined ? {} : { reason: admission.reason.slice(0, 128) }),
-          ...(admission.retry_after_ms === undefined ? {} : { retry_after_ms: admission.retry_after_ms }),
-        }),
-      );
-    }
+        : maxTokensFor(price, promptTokens, admission.hold_units, work.limits.max_tokens);
+    if (admission.verdict !== 'allow' || !admission.hold_id) return this.refuseDenied(workId, view, plan, admission);
     const started = await this.apply(workId, view, {
       type: 'StartAttempt',
       ordinal: plan.ordinal,
@@ -298,6 +265,71 @@ export class DispatchWorker {
         reason: `attempt ${plan.ordinal} was settled by another worker: ${recorded.rejection.message}`,
       };
     return { kind: 'continue', view: recorded.view };
+  }
+
+  /**
+   * What an attempt needs before it may ask for a hold: the model's price, a bound on its
+   * prompt there (ADR 0042), and the capability token. Without any of them it is refused.
+   */
+  private admissible(
+    work: NonNullable<WorkUnitState['work']>,
+    plan: DispatchStep,
+    options: ProcessOptions,
+  ):
+    | { readonly ok: true; readonly price: ModelPrice; readonly promptTokens: number; readonly token?: string }
+    | { readonly ok: false; readonly code: RefuseAttempt['code']; readonly error: string } {
+    const { provider, model } = plan.leg;
+    const price = this.deps.prices.priceOf(provider, model);
+    if (!price) {
+      const error = `model ${model} of provider ${provider} has no price: refused, never dispatched without a hold`;
+      return { ok: false, code: 'unpriced_model', error };
+    }
+    const prompt = promptTokenBound(work.messages, work.options, this.deps.prompts?.profileOf(provider, model));
+    if (!prompt.ok) {
+      const error = `${prompt.field}: ${prompt.message} (${provider}/${model}): refused, never dispatched without a hold that covers it`;
+      return { ok: false, code: 'invalid_work', error };
+    }
+    const token = credentialFor(work.token_fingerprint, options.credential);
+    if (token === undefined && this.deps.budget.credentialRequired !== false) {
+      const error =
+        'the capability token did not reach the worker with this unit (the ledger keeps only its fingerprint): refused, never dispatched without admission; submit the work again under a new work id';
+      return { ok: false, code: 'credential_unavailable', error };
+    }
+    return { ok: true, price, promptTokens: prompt.tokens, ...(token === undefined ? {} : { token }) };
+  }
+
+  /** The authority said no (or allowed without a hold id): the unit fails with its reason, nothing dispatched. */
+  private async refuseDenied(
+    workId: string,
+    view: WorkUnitView,
+    plan: DispatchStep,
+    admission: AdmitDecision,
+  ): Promise<StepResult> {
+    const why =
+      admission.verdict === 'allow'
+        ? 'allowed without a hold id, which cannot be settled'
+        : (admission.reason ?? 'no reason given');
+    return continueAfter(
+      await this.apply(workId, view, {
+        type: 'RefuseAttempt',
+        ordinal: plan.ordinal,
+        code: 'admission_denied',
+        error: `admission denied by the budget authority: ${why}`,
+        ...(admission.reason === undefined ? {} : { reason: admission.reason.slice(0, 128) }),
+        ...(admission.retry_after_ms === undefined ? {} : { retry_after_ms: admission.retry_after_ms }),
+      }),
+    );
+  }
+
+  /** Ends the unit before this attempt is admitted or dispatched: nothing was held or sent. */
+  private async refuse(
+    workId: string,
+    view: WorkUnitView,
+    ordinal: number,
+    code: RefuseAttempt['code'],
+    error: string,
+  ): Promise<StepResult> {
+    return continueAfter(await this.apply(workId, view, { type: 'RefuseAttempt', ordinal, code, error }));
   }
 
   /**

@@ -2,15 +2,9 @@
 // for a rate limit is transient, so the worker waits the answer's retry_after_ms and asks
 // again, within the unit's dispatch ceiling and max_retry_after_ms; and a hold fitted below
 // the worst case (hold_cap_units, or the free room) lowers max_tokens to what it covers
-// instead of refusing the call.
-import {
-  estimatePromptTokens,
-  type ChatMessage,
-  type ModelPrice,
-  type OpaqueJson,
-  type WorkLimits,
-} from '@tally/orchestrator-domain';
-import { worstCaseCostUnits } from '@tally/orchestrator-domain';
+// instead of refusing the call. Fitting lowers max_tokens, never the prompt's bound (ADR 0042):
+// the prompt is sent whole, so its bound is held whole.
+import { worstCaseCostUnits, type ModelPrice, type WorkLimits } from '@tally/orchestrator-domain';
 import type { AdmitDecision, AdmitRequest, BudgetPort, Sleep } from './ports.js';
 
 /** The fewest output tokens a fitted call may have: below this a call is refused, not shrunk. */
@@ -25,33 +19,29 @@ export interface FittedAdmission {
   readonly hold_cost_units: bigint;
 }
 
-/** The worst-case request of an attempt, with the smallest hold it can use and its tokens. */
+/**
+ * The worst-case request of an attempt, with the smallest hold it can use and its tokens.
+ * `promptTokens` is the prompt's bound (`promptTokenBound`), in every figure whole.
+ */
 export function fittedRequest(
   base: Omit<AdmitRequest, 'requested_cost_units' | 'requested_tokens' | 'min_cost_units'>,
   price: ModelPrice,
-  messages: readonly ChatMessage[],
+  promptTokens: number,
   maxTokens: number,
-  options?: OpaqueJson,
 ): AdmitRequest {
   const floor = Math.min(maxTokens, FIT_MIN_OUTPUT_TOKENS);
   return {
     ...base,
-    requested_cost_units: worstCaseCostUnits(price, messages, maxTokens, options),
-    requested_tokens: estimatePromptTokens(messages, options) + maxTokens,
-    min_cost_units: worstCaseCostUnits(price, messages, floor, options),
+    requested_cost_units: worstCaseCostUnits(price, promptTokens, maxTokens),
+    requested_tokens: promptTokens + maxTokens,
+    min_cost_units: worstCaseCostUnits(price, promptTokens, floor),
   };
 }
 
-/** The most output tokens a hold of `holdUnits` covers after the prompt, never more than asked. */
-export function maxTokensFor(
-  price: ModelPrice,
-  messages: readonly ChatMessage[],
-  holdUnits: bigint,
-  maxTokens: number,
-  options?: OpaqueJson,
-): number {
+/** The most output tokens a hold of `holdUnits` covers after the prompt's bound, never more than asked. */
+export function maxTokensFor(price: ModelPrice, promptTokens: number, holdUnits: bigint, maxTokens: number): number {
   if (price.output_per_mtok_units === 0) return maxTokens;
-  const input = BigInt(estimatePromptTokens(messages, options)) * BigInt(price.input_per_mtok_units);
+  const input = BigInt(promptTokens) * BigInt(price.input_per_mtok_units);
   const room = holdUnits * 1_000_000n - input;
   if (room <= 0n) return 0;
   const tokens = room / BigInt(price.output_per_mtok_units);

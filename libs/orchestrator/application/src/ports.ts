@@ -1,7 +1,7 @@
 // The ports the orchestrator's use cases need. Adapters implement them in platform libs
 // and apps; the shapes are structural, so the provider registry and the budget client
 // satisfy them without this library importing either.
-import type { ModelPrice, OutputRef, Purpose } from '@tally/orchestrator-domain';
+import type { ModelPrice, OutputRef, PromptProfile, Purpose } from '@tally/orchestrator-domain';
 
 export type { ModelPrice } from '@tally/orchestrator-domain';
 
@@ -89,10 +89,10 @@ export interface AdmitRequest {
    * authority binds the hold, the execution nonce and the admission proof to it (B13-B15).
    */
   readonly parameters_hash: string;
-  /** The worst case: price × (estimated prompt tokens + max_tokens), in minor units. */
+  /** The worst case: price × (the prompt's token bound + max_tokens), in minor units (ADR 0042). */
   readonly requested_cost_units: bigint;
   readonly context: AdmissionContext;
-  /** Worst-case tokens (estimated prompt + max_tokens), held against a grant's tokens_per_minute. */
+  /** Worst-case tokens (the prompt's bound + max_tokens), held against a grant's tokens_per_minute. */
   readonly requested_tokens?: number;
   /** The smallest hold this call can use: a hold that does not fit whole comes back smaller (hold_units). */
   readonly min_cost_units?: bigint;
@@ -171,6 +171,15 @@ export interface BudgetPort {
 export interface PriceTable {
   /** The configured price, or undefined: an unpriced model is refused, never dispatched. */
   priceOf(provider: string, model: string): ModelPrice | undefined;
+}
+
+export interface PromptProfiles {
+  /**
+   * What the model makes of a prompt (its chat format, images, its encoding when one is
+   * configured), or undefined for a model the configuration says nothing of (a tool server):
+   * its prompt is then bounded by its bytes alone (ADR 0042).
+   */
+  profileOf(provider: string, model: string): PromptProfile | undefined;
 }
 
 export interface Clock {

@@ -204,8 +204,24 @@ describe('dispatch worker', () => {
       tool_name: 'ok-model',
       token: 'capability-token',
     });
-    // ceil((4 + 400) / 4) + 4 = 105 prompt tokens × 1 unit + 1000 max tokens × 2 units.
-    expect(f.budget.admits[0]?.requested_cost_units).toBe(2105n);
+    // The prompt's byte bound (ADR 0042): 4 bytes of role + 400 of content + 8 framing + 8 reply
+    // priming = 420 prompt tokens × 1 unit, + 1000 max tokens × 2 units.
+    expect(f.budget.admits[0]?.requested_cost_units).toBe(2420n);
+    expect(f.budget.admits[0]?.requested_tokens).toBe(420 + 1000);
+  });
+
+  it('O7 a prompt no hold can bound on its model (an image, configured without images) fails invalid_work, never admitted or dispatched', async () => {
+    const image = { type: 'image', url: 'https://example.test/cat.png' };
+    await f.submit('o7img', {
+      messages: [{ role: 'user', content: 'look', parts: [{ type: 'text', text: 'look' }, image] }],
+    });
+    const prompts = { profileOf: () => ({ kind: 'openai' as const, accepts_images: false }) };
+    const result = await f.worker({ prompts }).process('o7img');
+    expect(result).toMatchObject({ kind: 'ended', status: 'failed' });
+    expect(result.kind === 'ended' && result.error).toContain('messages[0].content[1]');
+    expect(result.kind === 'ended' && result.state.failure?.code).toBe('invalid_work');
+    expect(f.budget.admits).toHaveLength(0);
+    expect(f.provider.calls()).toBe(0);
   });
 
   it('O7 a model without a price is refused and never dispatched or admitted', async () => {

@@ -48,13 +48,11 @@ function settleOf(a: AttemptState) {
 
 describe('ADR 0044 pricing within the range of an amount', () => {
   it('O7 a worst-case hold past 2^63-1 is refused in pricing, never sent as a requested cost', () => {
-    expect(() => worstCaseCostUnits(HUGE, [{ role: 'user', content: 'x' }], Number.MAX_SAFE_INTEGER)).toThrow(
-      RangeError,
-    );
-    expect(() => worstCaseCostUnits(HUGE, [{ role: 'user', content: 'x' }], Number.MAX_SAFE_INTEGER)).toThrow(
+    expect(() => worstCaseCostUnits(HUGE, 10, Number.MAX_SAFE_INTEGER)).toThrow(RangeError);
+    expect(() => worstCaseCostUnits(HUGE, 10, Number.MAX_SAFE_INTEGER)).toThrow(
       /past the largest amount, 2\^63-1 minor units/,
     );
-    const fits = worstCaseCostUnits(PRICE, [{ role: 'user', content: 'x' }], 1_000_000);
+    const fits = worstCaseCostUnits(PRICE, 10, 1_000_000);
     expect(moneyFromWire(fits)).toBe(fits);
   });
 

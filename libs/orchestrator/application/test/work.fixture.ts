@@ -15,6 +15,7 @@ import {
   type BudgetPort,
   type DispatchWorkerOptions,
   type PriceTable,
+  type PromptProfiles,
   type ProviderGateway,
   type SettleRequest,
   type SubmitWorkInput,
@@ -81,6 +82,7 @@ export interface WorkFixture {
       repository: WorkUnitRepository;
       gateway: ProviderGateway;
       prices: PriceTable;
+      prompts: PromptProfiles;
       budget: BudgetPort;
       jitter: () => number;
       options: Partial<DispatchWorkerOptions>;
@@ -155,6 +157,7 @@ export async function workFixture(prefix: string): Promise<WorkFixture> {
         gateway: overrides.gateway ?? gateway,
         budget: overrides.budget ?? budget,
         prices: overrides.prices ?? gateway,
+        ...(overrides.prompts === undefined ? {} : { prompts: overrides.prompts }),
         clock: realClock,
         jitter: overrides.jitter ?? Math.random,
         sleep: realSleep,

@@ -10,8 +10,17 @@ export type JsonObject = { [key: string]: unknown };
 /** One piece of a message. `raw` is a part neither side models: it passes through to its own dialect only. */
 export type Part =
   | { readonly type: 'text'; readonly text: string }
-  /** An image, as the dialect it came in wrote it (OpenAI `image_url`, Anthropic `source`). */
-  | { readonly type: 'image'; readonly url?: string; readonly media_type?: string; readonly data?: string }
+  /**
+   * An image, as the dialect it came in wrote it (OpenAI `image_url`, Anthropic `source`);
+   * `detail` is OpenAI's, sent on to an OpenAI-kind provider (it decides what the image costs).
+   */
+  | {
+      readonly type: 'image';
+      readonly url?: string;
+      readonly media_type?: string;
+      readonly data?: string;
+      readonly detail?: 'low' | 'high' | 'auto';
+    }
   /** The model asks for a tool; `arguments` is the JSON text of its input. */
   | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string }
   | {

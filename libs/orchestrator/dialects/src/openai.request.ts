@@ -122,10 +122,18 @@ function partIn(value: unknown, field: string): Part {
   if (p['type'] === 'image_url') {
     const image = obj(p['image_url'], `${field}.image_url`);
     const url = str(image['url'], `${field}.image_url.url`, 20_000_000);
+    const detail = detailIn(image['detail'], `${field}.image_url.detail`);
     const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-    return data ? { type: 'image', media_type: data[1]!, data: data[2]! } : { type: 'image', url };
+    const source = data ? { media_type: data[1]!, data: data[2]! } : { url };
+    return { type: 'image', ...source, ...(detail === undefined ? {} : { detail }) };
   }
   return { type: 'raw', dialect: 'openai', value: p };
+}
+
+function detailIn(value: unknown, field: string): 'low' | 'high' | 'auto' | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value === 'low' || value === 'high' || value === 'auto') return value;
+  throw new FieldError(field, `${field} must be low, high or auto`);
 }
 
 function toolCallIn(value: unknown, field: string): Part {
@@ -213,8 +221,10 @@ function contentOut(parts: readonly Part[]): string | JsonObject[] {
   if (parts.every((p) => p.type === 'text')) return textOf(parts as { type: string; text?: string }[]);
   return parts.flatMap((p): JsonObject[] => {
     if (p.type === 'text') return [{ type: 'text', text: p.text }];
-    if (p.type === 'image')
-      return [{ type: 'image_url', image_url: { url: p.url ?? `data:${p.media_type};base64,${p.data}` } }];
+    if (p.type === 'image') {
+      const url = p.url ?? `data:${p.media_type};base64,${p.data}`;
+      return [{ type: 'image_url', image_url: { url, ...(p.detail === undefined ? {} : { detail: p.detail }) } }];
+    }
     if (p.type === 'raw' && p.dialect === 'openai') return [p.value];
     return []; // A part only the other dialect knows cannot be expressed here.
   });

@@ -262,6 +262,20 @@ describe('the same dialect in and out passes through what the model does not int
     });
   });
 
+  it("O7 an image's detail reaches an OpenAI provider, since it decides what the image costs", () => {
+    const image = { type: 'image_url', image_url: { url: 'https://example.test/cat.png', detail: 'low' } };
+    const input = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, image] }] };
+    const request = neutral(openAiRequestIn(input));
+    expect(request.messages[0]!.parts[1]).toEqual({
+      type: 'image',
+      url: 'https://example.test/cat.png',
+      detail: 'low',
+    });
+    expect(openAiRequestOut(request, 'gpt', 8)['messages']).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'x' }, image] },
+    ]);
+  });
+
   it('Anthropic fields such as top_k, metadata and unknown content blocks reach an Anthropic provider unchanged', () => {
     const thinking = { type: 'thinking', thinking: 'hmm', signature: 's' };
     const input = {
@@ -308,6 +322,17 @@ describe('bad input is refused naming the field', () => {
       'tools[0].function.name',
     ],
     ['a model that is not a string', 'openai', { model: 5, messages: [{ role: 'user', content: 'x' }] }, 'model'],
+    [
+      'an image detail OpenAI does not know',
+      'openai',
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x.test/a', detail: 'max' } }] },
+        ],
+      },
+      'messages[0].content[0].image_url.detail',
+    ],
     ['max_tokens missing', 'anthropic', { model: 'm', messages: [{ role: 'user', content: 'x' }] }, 'max_tokens'],
     [
       'a system role inside messages',

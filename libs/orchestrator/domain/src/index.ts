@@ -9,3 +9,5 @@ export * from './work-unit.decider.js';
 export * from './pricing.js';
 export * from './receipt.projection.js';
 export * from './session-log.projection.js';
+export * from './prompt-bound.js';
+export * from './image-tokens.js';

@@ -1,30 +1,9 @@
 // Cost arithmetic for LLM dispatches, in integer minor units (bigint), rounding up:
 // a hold must never be smaller than what the provider can bill.
 import type { ModelPrice } from './work-unit.events.js';
-import type { ChatMessage, OpaqueJson, Usage } from './work-unit.types.js';
+import type { Usage } from './work-unit.types.js';
 
 const TOKENS_PER_MTOK = 1_000_000n;
-/** Roughly four characters per token for English text and code in common tokenizers. */
-export const CHARS_PER_TOKEN_ESTIMATE = 4;
-/** Per-message framing tokens (role markers, separators) that chat formats add. */
-export const MESSAGE_OVERHEAD_TOKENS = 4;
-
-/**
- * An upper-leaning estimate of the prompt's tokens without a tokenizer:
- * ceil(characters / 4) plus 4 framing tokens per message. It only sizes the hold; the
- * realized cost always comes from the provider's usage.
- */
-export function estimatePromptTokens(messages: readonly ChatMessage[], options?: OpaqueJson): number {
-  let chars = 0;
-  for (const message of messages) {
-    chars += message.role.length + message.content.length;
-    // Structured parts (tool calls and results, images) are prompt too; their JSON length over-counts, which a hold may.
-    if (message.parts) chars += JSON.stringify(message.parts).length;
-  }
-  // Tool definitions are sent with every call and billed as prompt.
-  if (options) chars += JSON.stringify(options).length;
-  return Math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE) + MESSAGE_OVERHEAD_TOKENS * messages.length;
-}
 
 /** The largest amount the ledger books: 2^63-1 minor units (ADR 0044). No hold or settlement carries more. */
 export const AMOUNT_MAX_UNITS = 9_223_372_036_854_775_807n;
@@ -45,16 +24,12 @@ function units(value: number, what: string): bigint {
   return BigInt(value);
 }
 
-/** The hold for one attempt: input price × estimated prompt tokens + output price × max_tokens. */
-export function worstCaseCostUnits(
-  price: ModelPrice,
-  messages: readonly ChatMessage[],
-  maxTokens: number,
-  options?: OpaqueJson,
-): bigint {
-  const input =
-    units(estimatePromptTokens(messages, options), 'prompt tokens') *
-    units(price.input_per_mtok_units, 'input_per_mtok_units');
+/**
+ * The hold for one attempt: input price × the prompt's token bound (`promptTokenBound`, ADR
+ * 0042) + output price × max_tokens.
+ */
+export function worstCaseCostUnits(price: ModelPrice, promptTokens: number, maxTokens: number): bigint {
+  const input = units(promptTokens, 'prompt tokens') * units(price.input_per_mtok_units, 'input_per_mtok_units');
   const output = units(maxTokens, 'max_tokens') * units(price.output_per_mtok_units, 'output_per_mtok_units');
   return checkedCost(ceilDiv(input + output, TOKENS_PER_MTOK) + perCall(price), 'the worst-case cost');
 }

@@ -96,12 +96,16 @@ export interface ConcludeWork extends CommandMeta {
 
 /**
  * A planned attempt that may not be dispatched: the authority denied it, the model has no
- * price, or the capability token needed to ask the authority did not reach the worker.
+ * price, no hold can bound the prompt on that model (invalid_work, ADR 0042), or the
+ * capability token needed to ask the authority did not reach the worker.
  */
 export interface RefuseAttempt extends CommandMeta {
   readonly type: 'RefuseAttempt';
   readonly ordinal: number;
-  readonly code: Extract<FailureCode, 'admission_denied' | 'unpriced_model' | 'credential_unavailable'>;
+  readonly code: Extract<
+    FailureCode,
+    'admission_denied' | 'unpriced_model' | 'credential_unavailable' | 'invalid_work'
+  >;
   readonly error: string;
   readonly reason?: string;
   readonly retry_after_ms?: number;

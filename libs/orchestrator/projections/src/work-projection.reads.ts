@@ -106,6 +106,17 @@ export class WorkProjectionReads {
     return rows.map((r) => ({ role: r.role, content: r.content, work_id: r.workId }));
   }
 
+  /** The units of a session the caller may read, at most `limit` (a session read checks them for quarantine). */
+  async sessionUnitIds(sessionId: string, limit: number, scope: WorkScope = {}): Promise<string[]> {
+    const rows = await this.manager().find(WorkUnitRow, {
+      where: { sessionId, ...unitWhere(scope) },
+      select: { workId: true },
+      order: { submittedSequence: 'ASC' },
+      take: limit,
+    });
+    return rows.map((r) => r.workId);
+  }
+
   async sessionExists(sessionId: string, scope: WorkScope = {}): Promise<boolean> {
     return (await this.manager().countBy(WorkUnitRow, { sessionId, ...unitWhere(scope) })) > 0;
   }

@@ -225,7 +225,12 @@ async function writeTurns(
   await bulkInsert(manager, SessionMessageRow, messages, { rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
 }
 
-/** The first unit committed to a session writes its header; sequences only grow, so later units never replace it. */
+/**
+ * The session's first unit (the lowest submitted sequence) writes its header. Sequences only
+ * grow, so in stream order a later unit never replaces it; but a unit quarantined and then
+ * retried (ADR 0045) is applied after later units of its session, and its header must then
+ * replace theirs, so that the rows equal those of a replay in stream order.
+ */
 async function writeHeaders(
   manager: EntityManager,
   derived: readonly { unit: DerivedUnit; sequence: number }[],
@@ -236,17 +241,12 @@ async function writeHeaders(
     if (!known || d.sequence < known.sequence) first.set(d.unit.session_id, d);
   }
   if (first.size === 0) return;
-  const sessions = [...first.keys()];
-  const existing = new Set<string>();
-  for (let i = 0; i < sessions.length; i += IDS_PER_QUERY_MAX) {
-    const rows = await manager.findBy(SessionEntryRow, {
-      sessionId: In(sessions.slice(i, i + IDS_PER_QUERY_MAX)),
-      unitSequence: 0,
-    });
-    for (const row of rows) existing.add(row.sessionId);
-  }
+  const openers = await headerOpeners(manager, [...first.keys()]);
   const headers = [...first.values()]
-    .filter((d) => !existing.has(d.unit.session_id))
+    .filter((d) => {
+      const opener = openers.get(d.unit.session_id);
+      return opener === undefined || d.sequence < opener;
+    })
     .map(({ unit }) =>
       Object.assign(new SessionEntryRow(), {
         sessionId: unit.session_id,
@@ -257,5 +257,32 @@ async function writeHeaders(
         body: JSON.stringify(unit.header),
       }),
     );
-  await bulkInsert(manager, SessionEntryRow, headers, { rowsPerStatementMax: ROWS_PER_STATEMENT_MAX });
+  await bulkUpsert(manager, SessionEntryRow, headers, {
+    conflictColumns: ['sessionId', 'unitSequence', 'entryIndex'],
+    updateColumns: ['workId', 'kind', 'body'],
+    rowsPerStatementMax: ROWS_PER_STATEMENT_MAX,
+  });
+}
+
+/** Per session that has a header: the submitted sequence of the unit that wrote it. */
+async function headerOpeners(manager: EntityManager, sessions: readonly string[]): Promise<Map<string, number>> {
+  const header = new Map<string, string>();
+  for (let i = 0; i < sessions.length; i += IDS_PER_QUERY_MAX) {
+    const rows = await manager.findBy(SessionEntryRow, {
+      sessionId: In(sessions.slice(i, i + IDS_PER_QUERY_MAX)),
+      unitSequence: 0,
+    });
+    for (const row of rows) header.set(row.sessionId, row.workId);
+  }
+  const sequences = new Map<string, number>();
+  const ids = [...new Set(header.values())];
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY_MAX) {
+    const units = await manager.find(WorkUnitRow, {
+      where: { workId: In(ids.slice(i, i + IDS_PER_QUERY_MAX)) },
+      select: { workId: true, submittedSequence: true },
+    });
+    for (const unit of units) sequences.set(unit.workId, unit.submittedSequence);
+  }
+  // A header whose unit has no row cannot be placed: keep it (0 sorts before every unit).
+  return new Map([...header].map(([session, workId]) => [session, sequences.get(workId) ?? 0]));
 }

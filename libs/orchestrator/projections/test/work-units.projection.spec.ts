@@ -1,6 +1,7 @@
 // Proves the work-unit projection on SQLite (and PostgreSQL with DATABASE_URL): rows are a
 // pure function of the events whatever the batch boundaries, the log and messages follow
-// O4's order, and an event that breaks the fold becomes a warning row instead of a throw.
+// O4's order, an event that breaks the fold becomes a warning row instead of a throw, and a
+// unit applied late (a quarantine retried, ADR 0045) leaves the rows of stream order.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { StoredEvent } from '@tally/eventing';
 import { resolveLimits, type WorkEvent } from '@tally/orchestrator-domain';
@@ -235,6 +236,19 @@ describe.each(databases.map((d, i) => [d.name, i] as const))('work-unit projecti
     expect((await reads.unit('unit-a'))!.output).toBe('first reply');
     expect(await reads.unit('unit-ghost')).toBeUndefined();
     expect(await reads.sessionWarnings('sess-2')).toEqual([]);
+  });
+
+  it('ADR 0045 a unit applied after the later units of its session (quarantined, then retried) leaves the rows of stream order: its header opens the session', async () => {
+    const ds = await databases[index]!.open();
+    opened.push(ds);
+    const isA = (e: StoredEvent) => e.event.aggregateId === 'unit-a';
+    for (const batch of [all.filter((e) => !isA(e)), all.filter(isA)])
+      await ds.transaction((m) => projection.apply(m, batch));
+    expect(await projectionDigest(ds, TABLES)).toBe(await projectionDigest(one, TABLES));
+    expect((await new WorkProjectionReads(() => ds.manager).sessionLog('sess-1', 1))[0]).toMatchObject({
+      kind: 'header',
+      work_id: 'unit-a',
+    });
   });
 
   it('the serialized fold state keeps money above 2^53 exact', async () => {

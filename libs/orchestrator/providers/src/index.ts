@@ -21,3 +21,5 @@ export type { AttemptLimits } from './dispatch-attempt.js';
 export type { ConnectionLimits } from './http-transport.js';
 export { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from './provider-registry.js';
 export type { GatewayOptions } from './provider-registry.js';
+export { loadTokenCounters, TOKEN_ENCODINGS, TOKENIZE_RUN_CHARS_MAX } from './prompt-tokenizer.js';
+export type { TokenCount, TokenEncoding } from './prompt-tokenizer.js';

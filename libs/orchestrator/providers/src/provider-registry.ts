@@ -68,10 +68,17 @@ export class ProviderRegistry implements ProviderGateway {
     return [...this.entries.keys()];
   }
 
-  /** The configured price, or undefined for an unknown provider or unpriced model (O7: refuse those). */
+  /**
+   * The configured price, or undefined for an unknown provider or unpriced model (O7: refuse
+   * those). Only the price: it is recorded on the attempt, and a model's other settings
+   * (its encoding, its images) are not part of that record.
+   */
   priceOf(provider: string, model: string): ModelPrice | undefined {
     const models = this.entries.get(provider)?.settings.models;
-    return models && Object.hasOwn(models, model) ? models[model] : undefined;
+    const price = models && Object.hasOwn(models, model) ? models[model] : undefined;
+    if (price === undefined) return undefined;
+    const { input_per_mtok_units, output_per_mtok_units, currency } = price;
+    return { input_per_mtok_units, output_per_mtok_units, currency };
   }
 
   /** The provider's breaker, for metrics and tests. */

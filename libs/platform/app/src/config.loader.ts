@@ -82,8 +82,11 @@ function validatePrices(config: TallyConfig): FieldError[] {
   config.providers.forEach((provider, index) => {
     for (const [model, price] of Object.entries(provider.models ?? {})) {
       const instance = plainToInstance(ModelPrice, price);
-      for (const e of flattenValidationErrors(validateSync(instance), `providers.${index}.models.${model}`))
-        errors.push(e);
+      const where = `providers.${index}.models.${model}`;
+      for (const e of flattenValidationErrors(validateSync(instance), where)) errors.push(e);
+      // Anthropic publishes no tokenizer: the byte bound is the only bound its prompts have (ADR 0042).
+      if (instance.encoding !== undefined && provider.kind !== 'openai')
+        errors.push({ field: `${where}.encoding`, message: 'an encoding is only known for openai-kind providers' });
       provider.models[model] = instance;
     }
   });

@@ -19,6 +19,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { COUNT_MAX } from '@tally/contracts';
+import { HttpConfig } from './http-config.js';
 import { WebhooksConfig } from './webhooks-config.js';
 
 export class NatsTlsConfig {
@@ -103,6 +104,11 @@ export class DatabaseConfig {
 export class AuthorityConfig {
   @IsInt() @Min(1) @Max(65_535) http_port = 7401;
   @IsInt() @Min(1_000) @Max(86_400_000) hold_ttl_ms = 600_000;
+  /**
+   * How long past its TTL an admitted hold waits for its settlement; then the sweep realizes it
+   * in full and records a settlement_missing ambiguity (B20, ADR 0047).
+   */
+  @IsInt() @Min(0) @Max(86_400_000) unsettled_grace_ms = 600_000;
   @IsInt() @Min(100) @Max(3_600_000) expiry_interval_ms = 5_000;
   @IsInt() @Min(100) @Max(3_600_000) reconcile_interval_ms = 10_000;
   @IsInt() @Min(1) @Max(10_000) sweep_batch_max = 256;
@@ -136,10 +142,20 @@ export class AuthorityConfig {
  */
 export const PRICE_UNITS_MAX = 1_000_000_000_000;
 
+/** A model's price, and what its prompts cost it beyond their text (ADR 0042). */
 export class ModelPrice {
   @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) input_per_mtok_units!: number;
   @IsInt() @Min(0) @Max(PRICE_UNITS_MAX) output_per_mtok_units!: number;
   @Matches(/^[A-Z]{3}$/) currency!: string;
+  /**
+   * The model's published encoding (OpenAI kinds only): the hold counts the prompt's texts
+   * exactly instead of by their bytes, up to orchestrator.prompt_tokenize_bytes_max.
+   */
+  @IsOptional() @IsIn(['o200k_base', 'cl100k_base']) encoding?: 'o200k_base' | 'cl100k_base';
+  /** False: a prompt with an image is refused (400) before any call. */
+  @IsOptional() @IsBoolean() accepts_images?: boolean;
+  /** The most tokens one image costs on this model, where that is not its provider's published formula. */
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000) image_tokens_max?: number;
 }
 
 export class ProviderConfig {
@@ -185,6 +201,12 @@ export class OrchestratorConfig {
    * full size and digest, and the unit still completes and is charged once.
    */
   @IsInt() @Min(64 * 1024) @Max(1024 * 1024 * 1024) output_bytes_max = 32 * 1024 * 1024;
+  /**
+   * The largest prompt, in UTF-8 bytes of its texts, that a model with an `encoding` tokenizes
+   * for its hold (ADR 0042); a larger one is held at its byte bound, so tokenizing stays a
+   * bounded cost of each attempt (a few µs per byte, on the worker's event loop). 0 never tokenizes.
+   */
+  @IsInt() @Min(0) @Max(1024 * 1024) prompt_tokenize_bytes_max = 32 * 1024;
   /**
    * 'metered' (the default) admits and settles every paid dispatch with the budget authority.
    * 'unmetered' skips the authority for benchmarks and local experiments; attempts are still
@@ -287,6 +309,7 @@ export class TallyConfig {
   @ValidateNested() @Type(() => AuthorityConfig) authority = new AuthorityConfig();
   @ValidateNested() @Type(() => OrchestratorConfig) orchestrator = new OrchestratorConfig();
   @ValidateNested() @Type(() => ConsoleConfig) console = new ConsoleConfig();
+  @ValidateNested() @Type(() => HttpConfig) http = new HttpConfig();
   @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProviderConfig) providers: ProviderConfig[] =
     [];
   @IsArray()

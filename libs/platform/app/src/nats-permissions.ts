@@ -2,8 +2,9 @@
 // subscribe allow lists naming exactly the JetStream API subjects each service needs (per
 // stream and consumer), its own core subjects, and its own inbox. Replies to requests go out
 // through allow_responses, never a blanket `_INBOX.>`. deploy/nats/ and the NATS ConfigMap
-// in deploy/k8s/ are generated from here (`npm run nats:config`); a test checks that the
-// checked-in files match, and another runs them on a real nats-server.
+// in deploy/k8s/ are generated from here (`npm run nats:config`, rendered by
+// nats-config-files.ts); a test checks that the checked-in files match, and another runs
+// them on a real nats-server.
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import { kvStreamName } from '@tally/platform-jetstream';
 import { durableNameFor } from '@tally/platform-nest';
@@ -60,10 +61,31 @@ function durable(stream: string, consumer: string): string[] {
   ];
 }
 
-/** A KV bucket, read and written by key (`>`: every key). */
+/**
+ * A KV bucket, read and written by key (`>`: every key). Writing a key is publishing on its
+ * subject; the buckets refuse roll-up headers (ADR 0051), so that right never reaches a
+ * key of another.
+ */
 function kv(bucket: string, key = '>'): string[] {
-  const stream = kvStreamName(bucket);
-  return [`$KV.${bucket}.${key}`, `${API}.DIRECT.GET.${stream}.$KV.${bucket}.${key}`];
+  return [`$KV.${bucket}.${key}`, ...kvRead(bucket, key)];
+}
+
+/** Reading a KV bucket by key (direct get), never writing it. */
+function kvRead(bucket: string, key = '>'): string[] {
+  return [`${API}.DIRECT.GET.${kvStreamName(bucket)}.$KV.${bucket}.${key}`];
+}
+
+/** Every bucket of the namespace: the durability report and a bucket's binding read their stream info. */
+function allBuckets(n: TallyNames): string[] {
+  return [
+    n.commandRepliesBucket('budget'),
+    n.commandRepliesBucket('work'),
+    leaseBucketName(n.namespace),
+    n.idempotencyBucket,
+    n.signatureReplayBucket('budget'),
+    n.signatureReplayBucket('work'),
+    n.revocationsBucket,
+  ];
 }
 
 /** The durability report on /readyz reads every Tally stream's info (metadata only). */
@@ -79,13 +101,7 @@ function streamInfos(n: TallyNames): string[] {
     n.deadLetterStream,
     w.eventsStream,
     w.outboxStream,
-    ...[
-      n.commandRepliesBucket,
-      leaseBucketName(n.namespace),
-      n.idempotencyBucket,
-      n.signatureReplayBucket,
-      n.revocationsBucket,
-    ].map(kvStreamName),
+    ...allBuckets(n).map(kvStreamName),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
 }
@@ -118,16 +134,17 @@ function authority(n: TallyNames): NatsUserPermissions {
         ...readStream(n.directoryEventsStream),
         ...orderedConsumers(n.directoryEventsStream, n.directoryEventsWildcard),
         // Budget commands over JetStream (nats.budget_commands: jetstream, ADR 0003): the
-        // durable consumer, the reply cache, and the answer to the orchestrator's command inbox.
+        // durable consumer, its own reply cache, and the answer to the orchestrator's command inbox.
         ...durable(n.commandsStream, durableNameFor('budget')),
-        ...kv(n.commandRepliesBucket),
+        ...kv(n.commandRepliesBucket('budget')),
         `${serviceInboxPrefix('agent-orchestrator')}.>`,
         ...leases(n, service),
         // Idempotency-Key records of HTTP calls (ADR 0023): created and read by key.
         ...kv(n.idempotencyBucket),
-        ...kv(n.signatureReplayBucket),
-        // Revocations (ADR 0049): written by key, followed by this replica's view, and relayed
-        // from the ledger by one durable consumer of the budget events.
+        // The signatures spent at the authority's routes (ADR 0011), in its own bucket (ADR 0051).
+        ...kv(n.signatureReplayBucket('budget')),
+        // Revocations (ADR 0049): written by key (only by this user), followed by this replica's
+        // view, and relayed from the ledger by one durable consumer of the budget events.
         ...kv(n.revocationsBucket),
         ...followKv(n.revocationsBucket),
         ...durable(n.budgetEventsStream, REVOCATION_RELAY_CONSUMER),
@@ -177,10 +194,13 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         `${API}.DIRECT.GET.${n.budgetEventsStream}.>`,
         ...durable(n.workQueueStream, DISPATCH_CONSUMER),
         ...durable(n.commandsStream, durableNameFor('work')),
-        ...kv(n.commandRepliesBucket),
+        // Its own reply cache (work commands), and the authority's read for budget commands whose reply went astray.
+        ...kv(n.commandRepliesBucket('work')),
+        ...kvRead(n.commandRepliesBucket('budget')),
         ...leases(n, service),
-        ...kv(n.signatureReplayBucket),
-        // Revocations (ADR 0049) are only followed here, never written.
+        ...kv(n.signatureReplayBucket('work')),
+        // Revocations (ADR 0049) are only followed here, never written: an ordered consumer on
+        // the bucket's stream, filtered to its keys, and the stream's info (streamInfos).
         ...followKv(n.revocationsBucket),
         // Work submitted over NATS (ADR 0003) is answered on the submitter's inbox, named in a
         // header; never the authority's or the operator's.
@@ -207,109 +227,4 @@ function operator(): NatsUserPermissions {
 export function tallyNatsPermissions(namespace = 'tally'): NatsUserPermissions[] {
   const n = tallyNames(namespace);
   return [authority(n), orchestrator(n), operator()];
-}
-
-const list = (items: readonly string[], indent: string) =>
-  `[\n${items.map((s) => `${indent}  ${JSON.stringify(s)}`).join('\n')}\n${indent}]`;
-
-function renderUser(p: NatsUserPermissions): string {
-  const i = '        ';
-  const deny = p.publish.deny.length > 0 ? `\n${i}    deny: ${list(p.publish.deny, `${i}    `)}` : '';
-  return [
-    '      {',
-    `        user: ${p.user}`,
-    `        password: $${p.passwordEnv}`,
-    '        permissions: {',
-    `          publish: {\n${i}    allow: ${list(p.publish.allow, `${i}    `)}${deny}\n${i}  }`,
-    `          subscribe: {\n${i}    allow: ${list(p.subscribe.allow, `${i}    `)}\n${i}  }`,
-    ...(p.allowResponses ? ['          allow_responses: true'] : []),
-    '        }',
-    '      }',
-  ].join('\n');
-}
-
-const GENERATED = (what: string) =>
-  `# GENERATED from libs/platform/app/src/nats-permissions.ts by \`npm run nats:config\`: ${what}\n` +
-  '# Do not edit; change the module and regenerate (a test checks that this file matches).\n';
-
-/** The accounts block: one JetStream account, one user per service and one for the operator commands. */
-export function renderAccountsConf(namespace = 'tally'): string {
-  const users = tallyNatsPermissions(namespace).map(renderUser).join('\n');
-  return (
-    GENERATED('the NATS users of Tally and what each may publish and subscribe.') +
-    '# Each password is read from the nats-server process environment.\n' +
-    `accounts {\n  TALLY {\n    jetstream: enabled\n    users: [\n${users}\n    ]\n  }\n}\n`
-  );
-}
-
-/**
- * The production server config. Settings only nats-server >= 2.10 understands stay in
- * sync.conf, so the permissions above can be run as they are on 2.9 (the test does).
- */
-export function renderServerConf(): string {
-  return (
-    GENERATED('the production nats-server config.') +
-    [
-      '# JetStream with fsync before ack and a 3-node cluster (streams are R3); needs nats-server',
-      '# >= 2.10.23 for sync.conf. See docs/adr/0002 and 0015.',
-      'port: 4222',
-      'http: 8222',
-      '',
-      'jetstream {',
-      '  store_dir: /data/jetstream',
-      '  max_memory_store: 1G',
-      '  # Only the bounded streams (queues, dead letters) reserve their max_bytes here.',
-      '  max_file_store: 100G',
-      '  include ./sync.conf',
-      '}',
-      '',
-      'cluster {',
-      '  name: tally',
-      '  port: 6222',
-      '  routes: [',
-      '    nats://nats-0.nats:6222',
-      '    nats://nats-1.nats:6222',
-      '    nats://nats-2.nats:6222',
-      '  ]',
-      '}',
-      '',
-      'include ./accounts.conf',
-      '',
-    ].join('\n')
-  );
-}
-
-export function renderSyncConf(): string {
-  return (
-    GENERATED('nats-server >= 2.10 only, included in the jetstream block.') +
-    '# Acks are only sent once the write is on disk.\nsync_interval: always\n'
-  );
-}
-
-/** Every generated file under deploy/, by path. */
-export function natsDeployFiles(): Record<string, string> {
-  const conf = {
-    'nats-server.conf': renderServerConf(),
-    'sync.conf': renderSyncConf(),
-    'accounts.conf': renderAccountsConf(),
-  };
-  const indent = (text: string) =>
-    text
-      .split('\n')
-      .map((l) => (l ? `    ${l}` : l))
-      .join('\n');
-  const configMap =
-    GENERATED('the NATS servers config as a ConfigMap.') +
-    '# Mount it at /etc/nats-config in the NATS StatefulSet (e.g. the official chart with\n' +
-    '# config.merge disabled and this ConfigMap as its configMap) and start the server with\n' +
-    '# -c /etc/nats-config/nats-server.conf; the passwords come from the tally-nats-users Secret\n' +
-    '# as environment variables of the server.\n' +
-    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nats-config\n  labels: { app.kubernetes.io/name: nats, app.kubernetes.io/part-of: tally }\ndata:\n' +
-    Object.entries(conf)
-      .map(([name, text]) => `  ${name}: |\n${indent(text)}`)
-      .join('');
-  return {
-    ...Object.fromEntries(Object.entries(conf).map(([name, text]) => [`deploy/nats/${name}`, text])),
-    'deploy/k8s/nats-config.yaml': configMap,
-  };
 }

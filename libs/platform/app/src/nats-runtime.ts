@@ -6,9 +6,8 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { tallyNames, type TallyNames } from '@tally/contracts';
 import {
   connectNats,
-  ensureKvBucket,
-  idempotencyBucketSpec,
   provisionTallyStreams,
+  reconcileKvBucket,
   type NatsConnectionOptions,
   redactedServers,
   tallyStreamSpecs,
@@ -20,8 +19,6 @@ import type { TallyConfig } from './config.schema.js';
 import type { ReadinessCheck } from './health.js';
 import { natsLoginMode, natsLoginOf } from './nats-credentials.js';
 import { StreamWatch } from './stream-watch.js';
-import { revocationsBucketSpec } from './revocations-topology.js';
-import { signatureReplayBucketSpec } from './signature-replay.js';
 import { checkTopology, serviceTopology, TopologyMismatch } from './topology.js';
 
 export interface NatsRuntime {
@@ -140,9 +137,8 @@ export async function startNatsRuntime(
       if (differences.length > 0) throw new TopologyMismatch(service, differences);
     } else {
       await provisionTallyStreams(jsm, names, streamLimitsOf(config));
-      await ensureKvBucket(js, idempotencyBucketSpec(names, idempotencyLimitsOf(config)));
-      await ensureKvBucket(js, signatureReplayBucketSpec(names, config.streams.replicas));
-      await ensureKvBucket(js, revocationsBucketSpec(names, config.streams.replicas));
+      // The buckets this service uses (none for the CLI), moved in place when an earlier release made them.
+      for (const bucket of serviceTopology(config, names, service).buckets) await reconcileKvBucket(jsm, bucket);
     }
   } catch (error) {
     await nc.close();

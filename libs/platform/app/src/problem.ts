@@ -1,6 +1,7 @@
 // HTTP errors as application/problem+json (RFC 9457) with an `errors` list naming each
 // bad field. Rejected input is also handed to a sink, which the apps point at the
-// dead-letter stream, so bad requests are visible to operators and never lost.
+// dead-letter stream, so bad requests are visible to operators and never lost; a refusal
+// past its source's or credential's limit is answered 429 instead, and not sunk (ADR 0050).
 import {
   ArgumentsHost,
   Catch,
@@ -37,17 +38,28 @@ export interface RejectedRequest {
   readonly method: string;
   readonly path: string;
   readonly body: unknown;
+  /** The body's bytes as received, when the parser read them. */
+  readonly raw: Uint8Array | undefined;
+  /** Whether the access guard verified a credential before the refusal (else the input is a stranger's). */
+  readonly verified: boolean;
   readonly status: number;
   readonly errors: readonly FieldError[];
 }
 
 export type RejectionSink = (rejected: RejectedRequest) => Promise<void>;
 
+/** Counts a refusal about to be answered with `status`; the 429 to answer instead when it is one too many. */
+export type RefusalCounter = (req: HttpRequestLike, status: number) => ProblemException | undefined;
+
 interface HttpRequestLike {
   method: string;
   originalUrl?: string;
   url: string;
   body?: unknown;
+  rawBody?: Buffer;
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** Set by the access guard on every route that is not public. */
+  principal?: { readonly kind: string };
 }
 interface HttpResponseLike {
   status(code: number): HttpResponseLike;
@@ -61,6 +73,7 @@ export class ProblemFilter implements ExceptionFilter {
   constructor(
     private readonly sink?: RejectionSink,
     private readonly onUnexpected?: (error: unknown) => void,
+    private readonly refusals?: RefusalCounter,
   ) {}
 
   async catch(exception: unknown, host: ArgumentsHost) {
@@ -68,21 +81,30 @@ export class ProblemFilter implements ExceptionFilter {
     const req = http.getRequest<HttpRequestLike>();
     const res = http.getResponse<HttpResponseLike>();
     const problem = toProblem(exception);
-    if (problem.status >= 500) this.onUnexpected?.(exception);
+    // A ProblemException is an answer the code chose (a quarantined aggregate's 503 is logged once, by its projector).
+    if (problem.status >= 500 && !(exception instanceof ProblemException)) this.onUnexpected?.(exception);
+    const limited = this.refusals?.(req, problem.status);
+    if (limited) return send(res, limited, toProblem(limited));
     if ((exception instanceof RejectedInput || problem.status === 400 || problem.status === 413) && this.sink) {
-      const rejected = {
+      const rejected: RejectedRequest = {
         method: req.method,
         path: req.originalUrl ?? req.url,
         body: req.body,
+        raw: req.rawBody,
+        verified: req.principal !== undefined && req.principal.kind !== 'anonymous',
         status: problem.status,
         errors: problem.errors,
       };
       await this.sink(rejected).catch((error: unknown) => this.onUnexpected?.(error));
     }
-    if (exception instanceof ProblemException)
-      for (const [name, value] of Object.entries(exception.headers)) res.setHeader(name, value);
-    res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
+    send(res, exception, problem);
   }
+}
+
+function send(res: HttpResponseLike, exception: unknown, problem: Problem): void {
+  if (exception instanceof ProblemException)
+    for (const [name, value] of Object.entries(exception.headers)) res.setHeader(name, value);
+  res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
 }
 
 /** The JSON Schema of a Problem, for both services' OpenAPI documents. */

@@ -3,7 +3,14 @@
 // lets request handlers wait until their own append has been projected.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { EventRegistry } from '@tally/contracts';
-import { pollCheckpoint, ProjectionRunner, type Projection } from '@tally/platform-typeorm';
+import {
+  pollCheckpoint,
+  ProjectionRunner,
+  QUARANTINE_LIMITS,
+  type Projection,
+  type QuarantinedAggregate,
+  type RetryOutcome,
+} from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { JsonLogger } from './json-logger.js';
 import type { ReadinessCheck } from './health.js';
@@ -27,6 +34,8 @@ export interface ProjectionHostOptions {
   readonly waitPollMs: number;
   /** Told each checkpoint a runner starts from or commits. */
   readonly onCommitted?: (projection: string, checkpoint: number) => void;
+  /** Told each aggregate a runner quarantines (ADR 0045), after it is logged. */
+  readonly onQuarantined?: (row: QuarantinedAggregate) => void;
 }
 
 /** The host's limits as the services run it. batchWaitMs 0: a batch is what has arrived; under load batches grow on their own while the previous one commits. */
@@ -70,10 +79,39 @@ export class ProjectionHost implements Projections {
           prefetchMessagesMax: 4_096,
           idleHeartbeatMs: 5_000,
           pullExpiresMs: 30_000,
+          ...QUARANTINE_LIMITS,
           ...(options.onCommitted
             ? { onCommitted: (checkpoint: number) => options.onCommitted!(spec.projection.name, checkpoint) }
             : {}),
+          onQuarantined: (row) => this.quarantined(row),
+          onRetried: (outcome) => this.retried(outcome),
         }),
+    );
+  }
+
+  /** Logged once, here, with what an operator needs to find it; never the event's content. */
+  private quarantined(row: QuarantinedAggregate): void {
+    this.options.logger.event('error', 'projection quarantined an aggregate: its reads answer 503 until it applies', {
+      projection: row.projection,
+      aggregate_id: row.aggregateId,
+      sequence: row.sequence,
+      event_type: row.eventType,
+      reason: row.reason,
+    });
+    this.options.onQuarantined?.(row);
+  }
+
+  private retried(outcome: RetryOutcome): void {
+    const cleared = outcome.result === 'cleared';
+    this.options.logger.event(
+      cleared ? 'info' : 'warn',
+      cleared ? 'quarantined aggregate applied; it leaves quarantine' : 'quarantined aggregate still does not apply',
+      {
+        projection: outcome.projection,
+        aggregate_id: outcome.aggregateId,
+        result: outcome.result,
+        applied: outcome.applied,
+      },
     );
   }
 
@@ -147,7 +185,7 @@ export class ProjectionHost implements Projections {
         return;
       } catch (error) {
         this.restarts++;
-        this.options.logger.event('error', 'projection halted; restarting', {
+        this.options.logger.event('error', 'projection halted on a transient failure; restarting', {
           projection: runner.projection.name,
           error: (error as Error).message,
           delay_ms: delayMs,

@@ -2,7 +2,7 @@
 // (with a bounded backoff, logged loudly) if it dies, answers "has my write been
 // projected?" from the checkpoints the thread reports, and stops it on shutdown.
 import { Worker } from 'node:worker_threads';
-import { CommitWatch, pollCheckpoint } from '@tally/platform-typeorm';
+import { CommitWatch, pollCheckpoint, type QuarantineEntry } from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { JsonLogger } from './json-logger.js';
 import type { ReadinessCheck } from './health.js';
@@ -19,6 +19,7 @@ export type ToProjectionThread = { readonly kind: 'stop' };
 export type FromProjectionThread =
   | { readonly kind: 'started' | 'status'; readonly leader: boolean; readonly restarts: number }
   | { readonly kind: 'committed'; readonly projection: string; readonly checkpoint: number }
+  | { readonly kind: 'quarantined'; readonly entry: QuarantineEntry }
   | { readonly kind: 'stopped' }
   | { readonly kind: 'failed'; readonly error: string };
 
@@ -32,6 +33,8 @@ export interface ProjectionThreadOptions extends ProjectionThreadData {
   readonly stopTimeoutMs: number;
   readonly restartDelayMaxMs: number;
   readonly waitPollMs: number;
+  /** Told each aggregate the thread quarantines, before the checkpoint past it reaches any waiting read. */
+  readonly onQuarantined?: (entry: QuarantineEntry) => void;
 }
 
 const WORKER_URL = new URL('./projection-thread.worker.ts', import.meta.url);
@@ -106,6 +109,7 @@ export class ProjectionThread implements Projections {
       this.leader = message.leader;
       this.restarts = message.restarts;
     }
+    if (message.kind === 'quarantined') this.options.onQuarantined?.(message.entry);
     if (message.kind !== 'committed') return;
     // Only the lease holder runs the projections, so a commit also says the thread leads.
     this.leader = true;

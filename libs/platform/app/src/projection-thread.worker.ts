@@ -10,6 +10,7 @@ import { loadConfig } from './config.loader.js';
 import { natsConnectionOptionsOf, serviceInboxPrefix } from './nats-runtime.js';
 import { JsonLogger } from './json-logger.js';
 import { startTracing } from './tracing.js';
+import { quarantineEntryOf } from '@tally/platform-typeorm';
 import { PROJECTION_HOST_LIMITS, ProjectionHost } from './projection-host.js';
 import { ProjectionLease } from './projection-lease.js';
 import { importProjector } from './projector.js';
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
     lease,
     logger,
     onCommitted: (projection, checkpoint) => post({ kind: 'committed', projection, checkpoint }),
+    // Posted before the checkpoint past the event, so no read that waited for it is answered from stale rows.
+    onQuarantined: (row) => post({ kind: 'quarantined', entry: quarantineEntryOf(row) }),
   });
   await host.start();
   const status = setInterval(() => post({ kind: 'status', ...host.status() }), PROJECTION_HOST_LIMITS.leaseRenewMs);

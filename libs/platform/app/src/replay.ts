@@ -2,7 +2,13 @@
 // projection lease held so no live runner races it) or into a scratch database to prove
 // the live rows are exactly what the events say (`tally replay --verify`).
 import type { JetStreamClient } from '@nats-io/jetstream';
-import { ProjectionRunner, projectionDigest, type CatchUpResult } from '@tally/platform-typeorm';
+import {
+  listQuarantine,
+  ProjectionRunner,
+  projectionDigest,
+  QUARANTINE_LIMITS,
+  type CatchUpResult,
+} from '@tally/platform-typeorm';
 import type { DataSource } from 'typeorm';
 import type { NatsRuntime } from './nats-runtime.js';
 import type { ProjectionSpec } from './projection-host.js';
@@ -24,6 +30,7 @@ export function runnerFor(js: JetStreamClient, dataSource: DataSource, spec: Pro
     prefetchMessagesMax: 8_192,
     idleHeartbeatMs: 5_000,
     pullExpiresMs: 30_000,
+    ...QUARANTINE_LIMITS,
   });
 }
 
@@ -50,6 +57,12 @@ export interface VerifyOutcome {
   readonly rebuiltDigest: string;
   readonly liveCheckpoint: number;
   readonly rebuiltCheckpoint: number;
+  /**
+   * The quarantined aggregates on each side, as `subject@sequence` (ADR 0045). The digest
+   * leaves the quarantine table out (it holds times of day); equal also needs these equal.
+   */
+  readonly liveQuarantined: readonly string[];
+  readonly rebuiltQuarantined: readonly string[];
   readonly equal: boolean;
 }
 
@@ -79,13 +92,20 @@ export async function verifyAll(
       }
       const liveDigest = await projectionDigest(live, spec.projection.tables);
       const rebuiltDigest = await projectionDigest(scratch, spec.projection.tables);
+      const liveQuarantined = await quarantinedOf(live, spec.projection.name);
+      const rebuiltQuarantined = await quarantinedOf(scratch, spec.projection.name);
       outcome = {
         projection: spec.projection.name,
         liveDigest,
         rebuiltDigest,
         liveCheckpoint,
         rebuiltCheckpoint,
-        equal: liveDigest === rebuiltDigest && liveCheckpoint === rebuiltCheckpoint,
+        liveQuarantined,
+        rebuiltQuarantined,
+        equal:
+          liveDigest === rebuiltDigest &&
+          liveCheckpoint === rebuiltCheckpoint &&
+          liveQuarantined.join() === rebuiltQuarantined.join(),
       };
       if (outcome.equal || liveCheckpoint === rebuiltCheckpoint) break;
       await new Promise((r) => setTimeout(r, 500));
@@ -94,4 +114,8 @@ export async function verifyAll(
     outcomes.push(outcome);
   }
   return outcomes;
+}
+
+async function quarantinedOf(dataSource: DataSource, projection: string): Promise<string[]> {
+  return (await listQuarantine(dataSource.manager, projection)).map((row) => `${row.subject}@${row.sequence}`).sort();
 }

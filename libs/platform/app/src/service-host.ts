@@ -17,13 +17,17 @@ import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { Logger as PinoNestLogger, LoggerModule } from 'nestjs-pino';
 import { sizeLimitsOf } from '@tally/contracts';
-import { deadLettersWritten, publishDeadLetter } from '@tally/platform-jetstream';
+import { deadLettersWritten } from '@tally/platform-jetstream';
 import type { DataSource } from 'typeorm';
+import { QuarantineWatch, type QuarantineEntry } from '@tally/platform-typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
 import { JsonLogger, requestOfLog } from './json-logger.js';
 import { startNatsRuntime, type NatsRuntime } from './nats-runtime.js';
-import { problemValidationPipe, ProblemFilter, type RejectedRequest } from './problem.js';
+import { problemValidationPipe, ProblemFilter } from './problem.js';
+import { RefusalGate, refusalLimiterOf } from './refusal-gate.js';
+import { refusalsLimited } from './refusal-limit.js';
+import { deadLetterRequest } from './refused-input.js';
 import { PROJECTION_HOST_LIMITS, ProjectionHost, type Projections } from './projection-host.js';
 import { ProjectionThread } from './projection-thread.js';
 import type { ProjectorDefinition } from './projector.js';
@@ -35,6 +39,8 @@ import {
 } from './service-database.js';
 import { ProjectionLease } from './projection-lease.js';
 import { openSubjectSignatures } from './signature-replay.js';
+import { commandServiceOf } from './topology.js';
+import { QUARANTINE_REFRESH_MS, quarantineReadiness } from './quarantine-reads.js';
 import { registerProjectionMetrics, type ProjectionOfStream } from './service-metrics.js';
 import { httpSpans, startTracing } from './tracing.js';
 import { openApiPartsOf } from './openapi-from-dtos.js';
@@ -54,6 +60,8 @@ export interface HostContext {
   readonly metrics: MetricsRegistry;
   readonly readiness: ReadinessRegistry;
   readonly projections: Projections;
+  /** The aggregates the projections have quarantined (ADR 0045): their reads answer 503. */
+  readonly quarantine: QuarantineWatch;
 }
 
 export interface BackgroundTask {
@@ -120,20 +128,22 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   const metrics = new MetricsRegistry();
   nats.watch.registerMetrics(metrics.registry);
   metrics.registry.registerMetric(deadLettersWritten);
+  metrics.registry.registerMetric(refusalsLimited);
   const readiness = new ReadinessRegistry();
   const base = { service: definition.service, instanceId, config, logger, nats, dataSource, metrics, readiness };
-  const { projections, described } = await startProjections(definition, base);
+  const { projections, described, quarantine } = await startProjections(definition, base);
   registerProjectionMetrics(metrics.registry, nats.jsm, dataSource, described, [nats.names.deadLetterStream]);
-  const ctx: HostContext = { ...base, projections };
+  const ctx: HostContext = { ...base, projections, quarantine };
   readiness.add(nats.readiness);
   readiness.add({
     name: 'database',
     check: async () => (await dataSource.query('SELECT 1'), { ok: true, details: { kind: dataSource.options.type } }),
   });
   readiness.add(projections.readiness());
+  readiness.add(quarantineReadiness(quarantine));
 
   const authenticator = await definition.access(ctx);
-  const signatures = await openSubjectSignatures(config, nats);
+  const signatures = await openSubjectSignatures(config, nats, commandServiceOf(definition.service));
   const app = await createHttpApp(definition, ctx, authenticator, signatures);
   // Command handlers bring their own pipes (commandValidationPipe): the HTTP pipe and problem+json filter must not apply to them.
   for (const strategy of (await definition.transports?.(ctx)) ?? [])
@@ -150,6 +160,7 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
     for (const task of background) await task.stop();
     await app.close();
     await projections.stop();
+    quarantine.stop();
     await dataSource.destroy();
     await nats.close();
     await tracing.shutdown().catch(() => undefined);
@@ -163,9 +174,13 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
  */
 async function startProjections(
   definition: ServiceDefinition,
-  base: Omit<HostContext, 'projections'>,
-): Promise<{ projections: Projections; described: ProjectionOfStream[] }> {
+  base: Omit<HostContext, 'projections' | 'quarantine'>,
+): Promise<{ projections: Projections; described: ProjectionOfStream[]; quarantine: QuarantineWatch }> {
   const { config, logger, nats, dataSource, instanceId, service } = base;
+  // Read before the projections start, so no read is answered from a quarantined aggregate's rows meanwhile.
+  const quarantine = new QuarantineWatch(dataSource, { refreshMs: QUARANTINE_REFRESH_MS });
+  await quarantine.start();
+  const onQuarantined = (entry: QuarantineEntry) => quarantine.note(entry);
   const specs = definition.projector.module.specs({ config, names: nats.names, logger });
   const described = specs.map((s) => ({ name: s.projection.name, stream: s.projection.stream }));
   let projections: Projections;
@@ -181,6 +196,7 @@ async function startProjections(
       stopTimeoutMs: 15_000,
       restartDelayMaxMs: PROJECTION_HOST_LIMITS.restartDelayMaxMs,
       waitPollMs: PROJECTION_HOST_LIMITS.waitPollMs,
+      onQuarantined,
     });
   } else {
     const lease = await ProjectionLease.open({
@@ -191,10 +207,18 @@ async function startProjections(
       ttlMs: PROJECTOR_LEASE_TTL_MS,
       replicas: config.streams.replicas,
     });
-    projections = new ProjectionHost({ ...PROJECTION_HOST_LIMITS, js: nats.js, dataSource, specs, lease, logger });
+    projections = new ProjectionHost({
+      ...PROJECTION_HOST_LIMITS,
+      js: nats.js,
+      dataSource,
+      specs,
+      lease,
+      logger,
+      onQuarantined,
+    });
   }
   await projections.start();
-  return { projections, described };
+  return { projections, described, quarantine };
 }
 
 async function createHttpApp(
@@ -227,6 +251,9 @@ async function createHttpApp(
   // Nest's own lines go through nestjs-pino's logger (the same pino, so the same shape and redaction).
   app.useLogger(app.get(PinoNestLogger));
   app.use(httpSpans(QUIET_PATHS));
+  // Before the body parser: a source or credential refused too often is answered 429 unread (ADR 0050).
+  const refusals = new RefusalGate(refusalLimiterOf(ctx.config.http), QUIET_PATHS);
+  app.use(refusals.middleware());
   // A body becomes (part of) one event, so it may be no larger than an event leaves room for (ADR 0016).
   app.useBodyParser('json', { limit: sizeLimitsOf(ctx.config.streams.max_msg_size_bytes).httpBodyBytesMax });
   // Every route declares who may call it; one without a declaration stops the boot here.
@@ -242,6 +269,7 @@ async function createHttpApp(
     new ProblemFilter(
       (rejected) => deadLetterRequest(ctx, rejected),
       (error) => ctx.logger.error(error),
+      (req, status) => refusals.refuse(req, status),
     ),
   );
   return app;
@@ -287,24 +315,6 @@ export function mountedControllers(app: INestApplication): (abstract new (...arg
     .filter((type): type is NonNullable<typeof type> => typeof type === 'function') as (abstract new (
     ...args: never[]
   ) => object)[];
-}
-
-/** Rejected HTTP input lands in the dead-letter stream with its reason, like a bad message. */
-async function deadLetterRequest(ctx: HostContext, rejected: RejectedRequest): Promise<void> {
-  await publishDeadLetter(
-    ctx.nats.js,
-    ctx.nats.names,
-    {
-      source: `http-${ctx.service}`,
-      reason: 'validation_failed',
-      detail: `${rejected.method} ${rejected.path}`,
-      errors: rejected.errors,
-      originalSubject: `http:${rejected.method}:${rejected.path}`,
-      data: Buffer.from(JSON.stringify(rejected.body ?? null)),
-    },
-    ctx.config.nats.publish_timeout_ms,
-    ctx.config.streams.max_msg_size_bytes,
-  );
 }
 
 function onShutdown(stop: () => Promise<void>): void {

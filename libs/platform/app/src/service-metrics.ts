@@ -1,9 +1,10 @@
 // The metrics both services export beside Node's defaults: how far each projection is
-// behind its stream, how many messages the dead-letter stream holds, and the webhook
+// behind its stream and how many aggregates it has quarantined (ADR 0045), how many
+// messages the dead-letter stream holds, and the webhook
 // delivery series. Every label value is a bounded name (projection, stream, event type,
 // outcome), never an id, so a series count stays fixed however much traffic flows.
 import type { JetStreamManager } from '@nats-io/jetstream';
-import { readCheckpoint } from '@tally/platform-typeorm';
+import { listQuarantine, readCheckpoint } from '@tally/platform-typeorm';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
 
@@ -63,7 +64,7 @@ export function registerProjectionMetrics(
       const checkpoint = await readCheckpoint(dataSource.manager, p.name, p.stream).catch(() => undefined);
       if (checkpoint !== undefined) lag.set(p.name, Math.max(0, state.last - checkpoint));
     }
-    return { states, lag };
+    return { states, lag, quarantine: await quarantineCounts(dataSource, projections) };
   });
   new Gauge({
     name: 'tally_projection_lag_events',
@@ -76,6 +77,26 @@ export function registerProjectionMetrics(
     },
   });
   new Gauge({
+    name: 'tally_projection_quarantined_aggregates',
+    help: 'Aggregates (budget trees, work units) a projection has set aside because it cannot apply one of their events',
+    labelNames: ['projection'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [projection, n] of (await read())?.quarantine ?? []) this.set({ projection }, n.aggregates);
+    },
+  });
+  new Gauge({
+    name: 'tally_projection_quarantined_events',
+    help: 'Events not applied because their aggregate is quarantined: each one that failed and the ones skipped after it',
+    labelNames: ['projection'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [projection, n] of (await read())?.quarantine ?? []) this.set({ projection }, n.events);
+    },
+  });
+  new Gauge({
     name: 'tally_stream_messages',
     help: 'Messages a Tally stream holds (for the dead-letter stream: letters waiting for an operator)',
     labelNames: ['stream'],
@@ -85,6 +106,21 @@ export function registerProjectionMetrics(
       for (const [stream, state] of (await read())?.states ?? []) this.set({ stream }, state.messages);
     },
   });
+}
+
+/** Per projection (0 when none): quarantined aggregates and the events they hold back. */
+async function quarantineCounts(
+  dataSource: DataSource,
+  projections: readonly ProjectionOfStream[],
+): Promise<Map<string, { aggregates: number; events: number }>> {
+  const counts = new Map(projections.map((p) => [p.name, { aggregates: 0, events: 0 }]));
+  for (const row of await listQuarantine(dataSource.manager)) {
+    const count = counts.get(row.projection);
+    if (!count) continue;
+    count.aggregates += 1;
+    count.events += 1 + row.skippedEvents;
+  }
+  return counts;
 }
 
 export interface WebhookMetrics {

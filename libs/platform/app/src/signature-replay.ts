@@ -1,11 +1,13 @@
-// The replay ledger of subject signatures (ADR 0011) shared by every replica of both
-// services: one NATS KV bucket whose entries live as long as a signature's window (the
-// bucket's max age), written with create-if-absent, so a signature spent at one replica
-// is refused at every other one. A process-local memory in front answers a replay at the
-// same replica without a round trip and bounds what one replica keeps.
+// The replay ledger of subject signatures (ADR 0011) shared by every replica of a service:
+// one NATS KV bucket per service (ADR 0051) whose entries live as long as a signature's
+// window (the bucket's max age), written with create-if-absent, so a signature spent at one
+// replica is refused at every other one. Each service has its own because a signature covers
+// `@path`, a route only that service serves, and no service may write another's. A
+// process-local memory in front answers a replay at the same replica without a round trip
+// and bounds what one replica keeps.
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import type { TallyNames } from '@tally/contracts';
+import type { CommandService, TallyNames } from '@tally/contracts';
 import type { KvBucketSpec } from '@tally/platform-jetstream';
 import {
   LayeredReplayLedger,
@@ -24,9 +26,9 @@ const EMPTY = new Uint8Array(0);
  * either way, plus a second), not the configured one, so changing the skew never makes the
  * provisioned bucket differ from its spec, and no acceptable signature is forgotten early.
  */
-export function signatureReplayBucketSpec(names: TallyNames, replicas: number): KvBucketSpec {
+export function signatureReplayBucketSpec(names: TallyNames, service: CommandService, replicas: number): KvBucketSpec {
   return {
-    bucket: names.signatureReplayBucket,
+    bucket: names.signatureReplayBucket(service),
     ttlMs: signatureWindowMs(SIGNATURE_SKEW_SECONDS_MAX),
     replicas,
     // A key is 43 characters and the value empty: at ~130 bytes a record this holds ~2 million
@@ -66,10 +68,15 @@ export class KvReplayLedger implements ReplayLedger {
   }
 }
 
-/** The verifier both services' guards use: the skew from config, replays refused across replicas. */
-export async function openSubjectSignatures(config: TallyConfig, nats: NatsRuntime): Promise<SubjectSignatures> {
+/** The verifier a service's guards use: the skew from config, replays refused across its replicas. */
+export async function openSubjectSignatures(
+  config: TallyConfig,
+  nats: NatsRuntime,
+  service: CommandService,
+): Promise<SubjectSignatures> {
   const skewSeconds = config.auth.signature_skew_seconds;
-  const shared = await KvReplayLedger.open(nats.js, nats.names.signatureReplayBucket, config.nats.publish_timeout_ms);
+  const bucket = nats.names.signatureReplayBucket(service);
+  const shared = await KvReplayLedger.open(nats.js, bucket, config.nats.publish_timeout_ms);
   const local = new MemoryReplayLedger(config.auth.signature_replay_entries_max);
   return new SubjectSignatures({ skewSeconds, replay: new LayeredReplayLedger(local, shared) });
 }

@@ -3,16 +3,16 @@
 // (the migrations Job) creates and updates all of it; a service booting with
 // `nats.provision: check` only reads what it needs and refuses to start, naming each
 // difference, when something is missing or set otherwise (ADR 0015).
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { CommandService, TallyNames } from '@tally/contracts';
 import {
   ensureConsumer,
-  ensureKvBucket,
   idempotencyBucketSpec,
   inspectConsumer,
   inspectKvBucket,
   inspectStream,
   kvStreamName,
+  reconcileKvBucket,
   reconcileStream,
   replyBucketSpec,
   tallyStreamSpecs,
@@ -37,6 +37,22 @@ import { webhookConsumerSpecs, webhookNames, webhookStreamSpecs } from './webhoo
 export type TallyService = 'budget-authority' | 'agent-orchestrator';
 export const TALLY_SERVICES: readonly TallyService[] = ['budget-authority', 'agent-orchestrator'];
 
+/** The commands each service answers, which also names its own buckets (replies, spent signatures). */
+export function commandServiceOf(service: string): CommandService {
+  if (service === 'budget-authority') return 'budget';
+  if (service === 'agent-orchestrator') return 'work';
+  throw new Error(`${service} is not a Tally service (${TALLY_SERVICES.join(', ')})`);
+}
+
+/**
+ * The buckets every replica of both services shared before ADR 0051, where either could empty
+ * the other's: no longer used, named so that `tally provision` can say they may go.
+ */
+export function retiredBucketsOf(names: TallyNames): string[] {
+  const upper = names.budgetEventsStream.replace(/_BUDGET_EVENTS$/, '');
+  return [`${upper}_COMMAND_REPLIES`, `${upper}_SIGNATURE_REPLAY`];
+}
+
 /** Budget commands one authority replica handles at once (its durable consumer's ack-pending floor). */
 export const BUDGET_COMMANDS_CONCURRENCY_MAX = 256;
 /** Work submissions one orchestrator replica handles at once. */
@@ -52,7 +68,7 @@ export interface TallyTopology {
   readonly consumers: readonly ConsumerSpec[];
 }
 
-/** The command-reply cache, shared by both services: a re-sent command within the TTL gets its first answer. */
+/** Each command-reply cache (one per answering service): a re-sent command within the TTL gets its first answer. */
 export function replyBucketLimitsOf(config: TallyConfig): ReplyBucketLimits {
   return {
     ttlMs: Math.max(REPLY_CACHE_TTL_MS, config.streams.duplicate_window_ms),
@@ -103,13 +119,20 @@ export function dispatchConsumerSpec(config: TallyConfig, names: TallyNames): Co
 function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
   const replicas = config.streams.replicas;
   return [
-    replyBucketSpec(names, replyBucketLimitsOf(config)),
+    // Each written only by the service that answers those commands (ADR 0051).
+    replyBucketSpec(names, 'budget', replyBucketLimitsOf(config)),
+    replyBucketSpec(names, 'work', replyBucketLimitsOf(config)),
+    // Shared, because the migration lock is: both services migrate one database. Each service
+    // may write only its own projector key and the lock (nats-permissions.ts).
     leaseBucketSpec(leaseBucketName(names.namespace), PROJECTOR_LEASE_TTL_MS, replicas),
     // The Idempotency-Key records of the authority's HTTP calls (ADR 0023).
     idempotencyBucketSpec(names, idempotencyLimitsOf(config)),
-    // Spent subject signatures (ADR 0011), kept for the longest window any allowed skew needs.
-    signatureReplayBucketSpec(names, replicas),
-    // Revoked capabilities, refused at the door of every replica (ADR 0049).
+    // Spent subject signatures (ADR 0011), one bucket per verifying service, kept for the
+    // longest window any allowed skew needs.
+    signatureReplayBucketSpec(names, 'budget', replicas),
+    signatureReplayBucketSpec(names, 'work', replicas),
+    // Revoked capabilities, refused at the door of every replica (ADR 0049): written by the
+    // authority only, followed by both services (nats-permissions.ts).
     revocationsBucketSpec(names, replicas),
   ];
 }
@@ -140,10 +163,12 @@ function usedBy(
 ): { streams: string[]; buckets: string[]; durables: string[] } {
   const w = webhookNames(names);
   const shared = [names.budgetEventsStream, names.directoryEventsStream, names.commandsStream, names.deadLetterStream];
+  const own = commandServiceOf(service);
   const buckets = [
-    names.commandRepliesBucket,
+    names.commandRepliesBucket(own),
     leaseBucketName(names.namespace),
-    names.signatureReplayBucket,
+    names.signatureReplayBucket(own),
+    // Written by the authority, followed by every replica of both services (ADR 0049).
     names.revocationsBucket,
   ];
   return service === 'budget-authority'
@@ -153,9 +178,10 @@ function usedBy(
         durables: [durableNameFor('budget'), w.fanoutDurable, w.deliveryDurable, REVOCATION_RELAY_CONSUMER],
       }
     : {
-        // The budget events are read for the grants an MCP session offers (never written).
+        // The budget events are read for the grants an MCP session offers, and the authority's
+        // replies for budget commands over JetStream (never written).
         streams: [...shared, names.workEventsStream, names.workOutputStream, names.workQueueStream],
-        buckets,
+        buckets: [...buckets, names.commandRepliesBucket('budget')],
         durables: [durableNameFor('work'), DISPATCH_CONSUMER],
       };
 }
@@ -207,7 +233,6 @@ export async function checkTopology(jsm: JetStreamManager, topology: TallyTopolo
  * Streams come first: buckets and consumers live on them.
  */
 export async function provisionTopology(
-  js: JetStreamClient,
   jsm: JetStreamManager,
   topology: TallyTopology,
   say: (line: string) => void,
@@ -218,10 +243,22 @@ export async function provisionTopology(
     say(`stream ${spec.name} ${done.outcome}${done.changes.length > 0 ? `: ${done.changes.join('; ')}` : ''}`);
   }
   for (const bucket of topology.buckets) {
-    const existed = (await inspectKvBucket(jsm, bucket)) !== undefined;
-    await ensureKvBucket(js, bucket);
-    say(`KV bucket ${bucket.bucket} ${existed ? 'verified' : 'created'}`);
+    const done = await reconcileKvBucket(jsm, bucket);
+    say(`KV bucket ${bucket.bucket} ${done.outcome}${done.changes.length > 0 ? `: ${done.changes.join('; ')}` : ''}`);
   }
   for (const consumer of topology.consumers)
     say(`consumer ${consumer.durable} on ${consumer.stream} ${await ensureConsumer(jsm, consumer)}`);
+}
+
+/** The retired buckets still on the server: the operator deletes them once no replica of an earlier release runs. */
+export async function retiredBucketsPresent(jsm: JetStreamManager, names: TallyNames): Promise<string[]> {
+  const present: string[] = [];
+  for (const bucket of retiredBucketsOf(names)) {
+    const exists = await jsm.streams.info(kvStreamName(bucket)).then(
+      () => true,
+      () => false,
+    );
+    if (exists) present.push(bucket);
+  }
+  return present;
 }

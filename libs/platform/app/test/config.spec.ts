@@ -101,6 +101,36 @@ describe('configuration', () => {
     expect(() => loadConfig({ TALLY_CONFIG: file('fine.json', JSON.stringify(fine)) })).not.toThrow();
   });
 
+  it("O7 a model's prompt settings load (encoding, accepts_images, image_tokens_max), and a bad one is named", () => {
+    const price = { input_per_mtok_units: 1, output_per_mtok_units: 2, currency: 'USD' };
+    const models = { m: { ...price, encoding: 'o200k_base', accepts_images: false, image_tokens_max: 48_169 } };
+    const config = loadConfig({
+      TALLY_CONFIG: file('prompt.json', JSON.stringify({ providers: [{ ...contractExample.providers[0], models }] })),
+    });
+    expect(config.providers[0]!.models['m']).toMatchObject(models.m);
+    expect(config.orchestrator.prompt_tokenize_bytes_max).toBe(32 * 1024);
+    const bad = {
+      ...contractExample.providers[0],
+      models: { m: { ...price, encoding: 'p50k_base', image_tokens_max: 0 } },
+    };
+    const problems = problemsOf(() =>
+      loadConfig({ TALLY_CONFIG: file('prompt-bad.json', JSON.stringify({ providers: [bad] })) }),
+    ).join('\n');
+    expect(problems).toMatch(/providers\.0\.models\.m\.encoding/);
+    expect(problems).toMatch(/providers\.0\.models\.m\.image_tokens_max/);
+  });
+
+  it('O7 an encoding on an anthropic-kind model stops the boot: Anthropic publishes no tokenizer', () => {
+    const models = {
+      m: { input_per_mtok_units: 1, output_per_mtok_units: 2, currency: 'USD', encoding: 'cl100k_base' },
+    };
+    const provider = { ...contractExample.providers[0], kind: 'anthropic', models };
+    const problems = problemsOf(() =>
+      loadConfig({ TALLY_CONFIG: file('prompt-anthropic.json', JSON.stringify({ providers: [provider] })) }),
+    ).join('\n');
+    expect(problems).toMatch(/providers\.0\.models\.m\.encoding: an encoding is only known for openai-kind providers/);
+  });
+
   it('an unreadable or malformed file is named in the error', () => {
     expect(problemsOf(() => loadConfig({ TALLY_CONFIG: join(dir, 'missing.yaml') })).join()).toMatch(
       /cannot read .*missing\.yaml: ENOENT/,

@@ -3,8 +3,9 @@
 // terminated. Nothing is silently dropped, except credentials: a capability token, an
 // operator or admin key or a JWT in a dead letter would outlive its message and be readable
 // by anyone with access to operational data (ADR 0007), so the copy keeps only a sha256
-// fingerprint of each, in the body, the headers, the detail and the field errors.
-import { createHash } from 'node:crypto';
+// fingerprint of each, in the body, the headers, the detail and the field errors. Input that
+// no verified credential vouches for keeps only its size and digest (ADR 0050): a stranger's
+// refused body must not cost the stream more than a few hundred bytes.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import {
@@ -19,6 +20,7 @@ import {
   type TallyNames,
 } from '@tally/contracts';
 import { Counter } from 'prom-client';
+import { cut, digestRecord, sha256Of } from './dead-letter-digest.js';
 import { injectTrace } from './trace-context.js';
 
 /**
@@ -50,6 +52,13 @@ export interface DeadLetter {
   readonly dedupeKey?: string;
   readonly data: Uint8Array;
   readonly headers?: MsgHdrs;
+  /**
+   * What the record keeps of the data: 'redacted' (the default) the data with every credential
+   * replaced by its fingerprint; 'digest' only its size and SHA-256, for input nobody has
+   * vouched for (an HTTP request without a verified credential, ADR 0050), whose bytes would
+   * otherwise let any stranger fill the stream.
+   */
+  readonly keep?: 'redacted' | 'digest';
 }
 
 /** The JSON body stored in the dead-letter stream. */
@@ -68,9 +77,12 @@ export interface DeadLetterRecord {
   readonly redacted: readonly string[];
   /**
    * Present when the record would not fit in one dead-letter message (ADR 0016): data_base64
-   * keeps the first kept_bytes of the data, whose full size and SHA-256 are given here.
+   * keeps the first kept_bytes of the data, whose full size and SHA-256 are given here. Also
+   * present, with kept_bytes 0, when the data was withheld (`withheld`, ADR 0050).
    */
   readonly truncated?: { readonly data_bytes: number; readonly data_sha256: string; readonly kept_bytes: number };
+  /** Present when the data was not kept at all (kept_bytes 0 above): why (ADR 0050). */
+  readonly withheld?: 'unauthenticated';
 }
 
 /** Bound on the values a redaction walks; a larger body that holds a credential is withheld whole. */
@@ -129,7 +141,7 @@ function withheld(data: Uint8Array): { data: Uint8Array; redacted: string[] } {
   const note = {
     withheld: 'the body could not be parsed and may hold a credential',
     bytes: data.length,
-    sha256: createHash('sha256').update(data).digest('base64url'),
+    sha256: sha256Of(data),
   };
   return { data: Buffer.from(JSON.stringify(note)), redacted: ['$'] };
 }
@@ -143,6 +155,7 @@ function redactHeaders(headers: MsgHdrs | undefined): Record<string, string[]> {
 }
 
 export function deadLetterRecord(letter: DeadLetter): DeadLetterRecord {
+  if (letter.keep === 'digest') return digestRecord(letter);
   const body = redactCredentials(letter.data);
   return {
     source: letter.source,
@@ -177,7 +190,6 @@ export function fitDeadLetter(record: DeadLetterRecord, messageBytesMax: number)
   if (Buffer.byteLength(JSON.stringify(record)) <= budget) return record;
   const data = Buffer.from(record.data_base64, 'base64');
   const keep = Math.max(0, Math.min(data.length, sizeLimitsOf(messageBytesMax).deadLetterDataBytesMax));
-  const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
   const fitted: DeadLetterRecord = {
     ...record,
     detail: cut(record.detail, DETAIL_CHARS_MAX),
@@ -187,7 +199,7 @@ export function fitDeadLetter(record: DeadLetterRecord, messageBytesMax: number)
     data_base64: data.subarray(0, keep).toString('base64'),
     truncated: {
       data_bytes: data.length,
-      data_sha256: createHash('sha256').update(data).digest('base64url'),
+      data_sha256: sha256Of(data),
       kept_bytes: keep,
     },
   };

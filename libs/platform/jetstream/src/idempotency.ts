@@ -10,7 +10,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { TallyNames } from '@tally/contracts';
-import type { KvBucketSpec } from './streams.js';
+import type { KvBucketSpec } from './kv-buckets.js';
 
 const WRONG_LAST_SEQUENCE = [10071, 10164];
 /** A record is two hashes and a command id; anything larger is not ours. */

@@ -1,6 +1,7 @@
 export * from './connection.js';
 export * from './provisioning.js';
 export * from './streams.js';
+export * from './kv-buckets.js';
 export * from './event-store.js';
 export * from './append-with-redelivery.js';
 export * from './dead-letter.js';

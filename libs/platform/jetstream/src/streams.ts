@@ -1,15 +1,10 @@
-// The streams and the command-reply bucket every Tally service relies on, derived from
-// TallyNames with every limit passed in explicitly. Each stream kind has its own policy
-// (ADR 0002): the event streams are the ledger and never lose a message, the queues refuse
-// work when full, and only the dead-letter stream ages out its oldest records.
-import type { JetStreamClient, JetStreamManager, StreamConfig } from '@nats-io/jetstream';
-import { JetStreamApiError, StorageType } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+// The streams every Tally service relies on, derived from TallyNames with every limit
+// passed in explicitly (the KV buckets are in kv-buckets.ts). Each stream kind has its own
+// policy (ADR 0002): the event streams are the ledger and never lose a message, the queues
+// refuse work when full, and only the dead-letter stream ages out its oldest records.
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { TallyNames } from '@tally/contracts';
 import { ensureStream, inspectStream, StreamConfigConflict, type StreamSpec } from './provisioning.js';
-
-const NS_PER_MS = 1_000_000;
-const STREAM_NOT_FOUND = 10059;
 
 export interface StreamLimits {
   readonly storage: 'file' | 'memory';
@@ -151,97 +146,4 @@ export async function provisionTallyStreams(
   // ensureStream checks again, so a stream changed by someone else in between is still refused.
   for (const s of specs) out.push({ name: s.name, outcome: await ensureStream(jsm, s) });
   return out;
-}
-
-export interface ReplyBucketLimits {
-  /** How long a command's reply is remembered: a retry within it gets the same answer. */
-  readonly ttlMs: number;
-  readonly replicas: number;
-  readonly maxBytes: number;
-  /** Largest stored reply; defaults to REPLY_VALUE_SIZE_MAX_BYTES. */
-  readonly maxValueSizeBytes?: number;
-}
-
-export const REPLY_VALUE_SIZE_MAX_BYTES = 64 * 1024;
-
-/** The stream behind a KV bucket, as the server names it. */
-export function kvStreamName(bucket: string): string {
-  return `KV_${bucket}`;
-}
-
-/** A KV bucket Tally relies on, with every limit explicit (history is always 1: the latest value). */
-export interface KvBucketSpec {
-  readonly bucket: string;
-  readonly ttlMs: number;
-  readonly replicas: number;
-  readonly maxBytes: number;
-  readonly maxValueSizeBytes: number;
-}
-
-/** The command-reply cache's bucket. */
-export function replyBucketSpec(names: TallyNames, limits: ReplyBucketLimits): KvBucketSpec {
-  const maxValueSizeBytes = limits.maxValueSizeBytes ?? REPLY_VALUE_SIZE_MAX_BYTES;
-  if (!(limits.ttlMs > 0) || !(limits.maxBytes > 0) || !(maxValueSizeBytes > 0) || !(limits.replicas >= 1)) {
-    throw new Error(`invalid reply bucket limits: ${JSON.stringify(limits)}`);
-  }
-  return { bucket: names.commandRepliesBucket, ...limits, maxValueSizeBytes };
-}
-
-/** Reads the bucket's backing stream: undefined when it does not exist, else one line per difference. */
-export async function inspectKvBucket(jsm: JetStreamManager, spec: KvBucketSpec): Promise<string[] | undefined> {
-  const existing = await streamConfigOrUndefined(jsm, kvStreamName(spec.bucket));
-  return existing && kvBucketConflicts(existing, spec);
-}
-
-/**
- * Creates or opens a bucket. Kvm.create silently opens an existing bucket whatever its
- * settings, so the backing stream is verified here first; an existing one is only read.
- */
-export async function ensureKvBucket(js: JetStreamClient, spec: KvBucketSpec): Promise<KV> {
-  const jsm = await js.jetstreamManager();
-  const conflicts = await inspectKvBucket(jsm, spec);
-  if (conflicts && conflicts.length > 0) throw new StreamConfigConflict(kvStreamName(spec.bucket), conflicts);
-  return new Kvm(js).create(spec.bucket, {
-    history: 1,
-    ttl: spec.ttlMs,
-    replicas: spec.replicas,
-    max_bytes: spec.maxBytes,
-    maxValueSize: spec.maxValueSizeBytes,
-    storage: StorageType.File,
-  });
-}
-
-/** Creates or opens the command-reply cache, verifying an existing one's limits. */
-export async function ensureReplyBucket(
-  js: JetStreamClient,
-  names: TallyNames,
-  limits: ReplyBucketLimits,
-): Promise<KV> {
-  return ensureKvBucket(js, replyBucketSpec(names, limits));
-}
-
-function kvBucketConflicts(actual: StreamConfig, spec: KvBucketSpec): string[] {
-  const wanted: Record<string, unknown> = {
-    max_age: spec.ttlMs * NS_PER_MS,
-    num_replicas: spec.replicas,
-    max_bytes: spec.maxBytes,
-    max_msg_size: spec.maxValueSizeBytes,
-    max_msgs_per_subject: 1,
-    storage: StorageType.File,
-  };
-  const conflicts: string[] = [];
-  for (const [key, value] of Object.entries(wanted)) {
-    const have = (actual as unknown as Record<string, unknown>)[key];
-    if (have !== value) conflicts.push(`${key} is ${String(have)}, expected ${String(value)}`);
-  }
-  return conflicts;
-}
-
-async function streamConfigOrUndefined(jsm: JetStreamManager, name: string): Promise<StreamConfig | undefined> {
-  try {
-    return (await jsm.streams.info(name)).config;
-  } catch (error) {
-    if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return undefined;
-    throw error;
-  }
 }

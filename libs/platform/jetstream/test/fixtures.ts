@@ -8,7 +8,8 @@ import { IsInt, IsString } from 'class-validator';
 import { connectNats } from '../src/connection.js';
 import { ensureStream, type StreamSpec } from '../src/provisioning.js';
 import { JetStreamEventStore } from '../src/event-store.js';
-import { kvStreamName, type StreamLimits } from '../src/streams.js';
+import { kvStreamName } from '../src/kv-buckets.js';
+import type { StreamLimits } from '../src/streams.js';
 import type { DeadLetterRecord } from '../src/dead-letter.js';
 
 export class CounterIncremented {
@@ -120,7 +121,8 @@ export async function natsFixture(url: string, namespace: string): Promise<NatsF
         names.workQueueStream,
         names.commandsStream,
         names.deadLetterStream,
-        kvStreamName(names.commandRepliesBucket),
+        kvStreamName(names.commandRepliesBucket('budget')),
+        kvStreamName(names.commandRepliesBucket('work')),
       ];
       for (const stream of streams) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.drain();

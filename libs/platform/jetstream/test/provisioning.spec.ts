@@ -1,16 +1,34 @@
-// Proves start-up provisioning against a real nats-server: it is idempotent, and it
-// refuses an existing stream or reply bucket whose settings differ, naming the setting.
+// Proves start-up provisioning against a real nats-server: it is idempotent, it refuses an
+// existing stream or reply bucket whose settings differ, naming the setting, and no bucket
+// can be emptied by a roll-up, a purge or a message delete (ADR 0051), old ones included.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { JetStreamApiError, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { headers } from '@nats-io/nats-core';
 import { sharedNatsUrl, uniqueNamespace } from '@tally/testing';
 import { StreamConfigConflict } from '../src/provisioning.js';
-import { ensureReplyBucket, provisionTallyStreams, tallyStreamSpecs } from '../src/streams.js';
+import { ensureKvBucket, ensureReplyBucket, kvStreamName, reconcileKvBucket } from '../src/kv-buckets.js';
+import { provisionTallyStreams, tallyStreamSpecs } from '../src/streams.js';
 import { natsFixture, testStreamLimits, type NatsFixture } from './fixtures.js';
 
 const replyLimits = { ttlMs: 60_000, replicas: 1, maxBytes: 8 * 1024 * 1024 };
 
+const bucketSpec = (bucket: string) => ({
+  bucket,
+  ttlMs: 60_000,
+  replicas: 1,
+  maxBytes: 1_048_576,
+  maxValueSizeBytes: 1_024,
+});
+
 describe('stream provisioning', () => {
   let f: NatsFixture;
+  /** A publish into the bucket whose roll-up header would replace every key with this one. */
+  const rollupAll = (bucket: string, key: string) => {
+    const h = headers();
+    h.set('Nats-Rollup', 'all');
+    return f.js.publish(`$KV.${bucket}.${key}`, 'everything else is gone', { headers: h });
+  };
   beforeEach(async () => {
     f = await natsFixture(sharedNatsUrl(), uniqueNamespace('prov'));
   });
@@ -56,16 +74,65 @@ describe('stream provisioning', () => {
   });
 
   it('the command-reply bucket is created once, reopened idempotently, and refused when its TTL differs', async () => {
-    const kv = await ensureReplyBucket(f.js, f.names, replyLimits);
+    const kv = await ensureReplyBucket(f.js, f.names, 'budget', replyLimits);
     await kv.put('cmd-1', '{"ok":true}');
-    const again = await ensureReplyBucket(f.js, f.names, replyLimits);
+    const again = await ensureReplyBucket(f.js, f.names, 'budget', replyLimits);
     expect((await again.get('cmd-1'))?.string()).toBe('{"ok":true}');
     const status = await again.status();
     expect(status.ttl).toBe(60_000);
     expect(status.history).toBe(1);
-    await expect(ensureReplyBucket(f.js, f.names, { ...replyLimits, ttlMs: 5_000 })).rejects.toThrow(
+    await expect(ensureReplyBucket(f.js, f.names, 'budget', { ...replyLimits, ttlMs: 5_000 })).rejects.toThrow(
       /max_age is 60000000000, expected 5000000000/,
     );
+  });
+
+  it('ADR 0051 a bucket refuses a Nats-Rollup publish, a purge and a message delete; puts, creates and deletes by key work', async () => {
+    const spec = bucketSpec(f.names.commandRepliesBucket('budget'));
+    const kv = await ensureKvBucket(f.js, spec);
+    await kv.put('a', 'first');
+    await kv.put('b', 'second');
+    expect(await serverRefusal(rollupAll(spec.bucket, 'a'))).toBe('rollup not permitted');
+    expect(await serverRefusal(f.jsm.streams.purge(kvStreamName(spec.bucket)))).toBe('stream purge not permitted');
+    expect(await serverRefusal(f.jsm.streams.deleteMessage(kvStreamName(spec.bucket), 1))).toBe(
+      'message delete not permitted',
+    );
+    // The normal path: a delete marker, then a create over it; nothing else was lost.
+    await kv.delete('a');
+    expect(await kv.create('a', 'again')).toBeGreaterThan(0);
+    expect([(await kv.get('a'))?.string(), (await kv.get('b'))?.string()]).toEqual(['again', 'second']);
+    await f.jsm.streams.delete(kvStreamName(spec.bucket));
+  });
+
+  it('ADR 0051 a bucket an earlier release made (roll-ups and purges allowed) is moved in place, keeping its keys', async () => {
+    const spec = bucketSpec(f.names.commandRepliesBucket('work'));
+    // What nats.js's Kvm.create makes, as every earlier release did.
+    const old = await new Kvm(f.js).create(spec.bucket, {
+      history: 1,
+      ttl: spec.ttlMs,
+      max_bytes: spec.maxBytes,
+      maxValueSize: spec.maxValueSizeBytes,
+      storage: StorageType.File,
+    });
+    await old.put('kept', 'value');
+    const moved = await reconcileKvBucket(f.jsm, spec);
+    expect(moved).toEqual({
+      bucket: spec.bucket,
+      outcome: 'updated',
+      changes: [
+        'allow_rollup_hdrs is true, expected false',
+        'deny_purge is false, expected true',
+        'deny_delete is false, expected true',
+      ],
+    });
+    expect((await reconcileKvBucket(f.jsm, spec)).outcome).toBe('verified');
+    expect((await (await ensureKvBucket(f.js, spec)).get('kept'))?.string()).toBe('value');
+    expect(await serverRefusal(rollupAll(spec.bucket, 'kept'))).toBe('rollup not permitted');
+    expect(await serverRefusal(f.jsm.streams.purge(kvStreamName(spec.bucket)))).toBe('stream purge not permitted');
+    // Any other difference is still refused, naming it, and changes nothing.
+    await expect(reconcileKvBucket(f.jsm, { ...spec, ttlMs: 5_000 })).rejects.toThrow(
+      /max_age is 60000000000, expected 5000000000/,
+    );
+    await f.jsm.streams.delete(kvStreamName(spec.bucket));
   });
 
   it('limits that cannot work are refused before reaching the server', () => {
@@ -75,3 +142,14 @@ describe('stream provisioning', () => {
     expect(() => tallyStreamSpecs(f.names, { ...testStreamLimits, replicas: 0 })).toThrow(/replicas=0/);
   });
 });
+
+/** The server's reason for refusing the call ('accepted' when it did not). */
+async function serverRefusal(attempt: Promise<unknown>): Promise<string> {
+  try {
+    await attempt;
+    return 'accepted';
+  } catch (error) {
+    if (error instanceof JetStreamApiError) return error.message;
+    throw error;
+  }
+}

@@ -61,7 +61,8 @@ export class JetStreamCommandClient implements CommandSender {
   private readonly inbox: string;
   private readonly waiters = new Map<string, Set<Waiter>>();
   private subscription: Subscription | undefined;
-  private cache: Promise<ReplyCache> | undefined;
+  /** The reply cache of each service this client sent to: that service's own bucket, read here, never written. */
+  private readonly caches = new Map<CommandService, Promise<ReplyCache>>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -119,7 +120,7 @@ export class JetStreamCommandClient implements CommandSender {
         } catch (error) {
           lastError = error; // the outcome is unknown; re-publishing with the same id is safe
         }
-        const data2 = await this.awaitReply(reply.promise, commandId, options.timeoutMs, duplicate);
+        const data2 = await this.awaitReply(reply.promise, service, commandId, options.timeoutMs, duplicate);
         if (data2) return decodeReply<TReply>(data2);
       }
     } finally {
@@ -137,13 +138,14 @@ export class JetStreamCommandClient implements CommandSender {
   /** Waits for the inbox; polls the cache meanwhile when the reply is going elsewhere, and once at the end. */
   private async awaitReply(
     reply: Promise<Uint8Array>,
+    service: CommandService,
     commandId: string,
     timeoutMs: number,
     poll: boolean,
   ): Promise<Uint8Array | undefined> {
     const deadline = performance.now() + timeoutMs;
     if (poll) {
-      const cached = await this.cached(commandId);
+      const cached = await this.cached(service, commandId);
       if (cached) return cached;
     }
     for (;;) {
@@ -151,17 +153,21 @@ export class JetStreamCommandClient implements CommandSender {
       const slice = poll ? Math.min(left, this.options.cachePollMs) : left;
       const received = await withTimeout(reply, Math.max(slice, 0));
       if (received) return received;
-      const cached = await this.cached(commandId);
+      const cached = await this.cached(service, commandId);
       if (cached || performance.now() >= deadline) return cached;
     }
   }
 
-  private async cached(commandId: string): Promise<Uint8Array | undefined> {
+  private async cached(service: CommandService, commandId: string): Promise<Uint8Array | undefined> {
     try {
-      this.cache ??= ReplyCache.open(this.js, this.options.names.commandRepliesBucket, this.options.cacheTimeoutMs);
-      return await (await this.cache).get(commandId);
+      let cache = this.caches.get(service);
+      if (!cache) {
+        const bucket = this.options.names.commandRepliesBucket(service);
+        this.caches.set(service, (cache = ReplyCache.open(this.js, bucket, this.options.cacheTimeoutMs)));
+      }
+      return await (await cache).get(commandId);
     } catch {
-      this.cache = undefined; // not created yet, or unreachable: the next check tries again
+      this.caches.delete(service); // not created yet, or unreachable: the next check tries again
       return undefined;
     }
   }

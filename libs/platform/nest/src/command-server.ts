@@ -48,7 +48,7 @@ export class JetStreamCommandServer
     const jsm = await jetstreamManager(nc);
     await ensureStream(jsm, o.commandsStream);
     await ensureStream(jsm, o.deadLetterStream);
-    const cache = await ReplyCache.ensure(js, o.names, o.replyCache);
+    const cache = await ReplyCache.ensure(js, o.names, o.service, o.replyCache);
     const durable = durableNameFor(o.service);
     const c = o.consumer;
     await ensureConsumer(jsm, {

@@ -42,7 +42,7 @@ export interface JetStreamCommandServerOptions {
   /** The shared commands stream; must be named names.commandsStream and use workqueue retention. */
   readonly commandsStream: StreamSpec;
   readonly deadLetterStream: StreamSpec;
-  /** The reply cache (KV names.commandRepliesBucket); ttlMs at least the commands duplicate window. */
+  /** The reply cache (KV names.commandRepliesBucket(service)); ttlMs at least the commands duplicate window. */
   readonly replyCache: ReplyBucketLimits;
   readonly consumer: CommandConsumerLimits;
   readonly retry: CommandRetryLimits;

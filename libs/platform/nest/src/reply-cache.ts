@@ -4,16 +4,21 @@
 // caller's inbox) find the answer. TTL and size limits are explicit.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import type { TallyNames } from '@tally/contracts';
+import type { CommandService, TallyNames } from '@tally/contracts';
 import { ensureReplyBucket, type ReplyBucketLimits } from '@tally/platform-jetstream';
 import { replyCacheKey } from './wire.js';
 
 export class ReplyCache {
   private constructor(private readonly kv: KV) {}
 
-  /** Creates the bucket, or verifies that the existing one has the configured limits. */
-  static async ensure(js: JetStreamClient, names: TallyNames, limits: ReplyBucketLimits): Promise<ReplyCache> {
-    return new ReplyCache(await ensureReplyBucket(js, names, limits));
+  /** The answering service's own bucket: created, or verified to have the configured limits. */
+  static async ensure(
+    js: JetStreamClient,
+    names: TallyNames,
+    service: CommandService,
+    limits: ReplyBucketLimits,
+  ): Promise<ReplyCache> {
+    return new ReplyCache(await ensureReplyBucket(js, names, service, limits));
   }
 
   /** Binds to a bucket the server side created; the caller never creates it. */

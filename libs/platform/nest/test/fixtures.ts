@@ -292,7 +292,8 @@ export class Harness {
       n.commandsStream,
       n.deadLetterStream,
       n.workEventsStream,
-      kvStreamName(n.commandRepliesBucket),
+      kvStreamName(n.commandRepliesBucket('budget')),
+      kvStreamName(n.commandRepliesBucket('work')),
     ]) {
       await this.jsm.streams.delete(stream).catch(() => undefined);
     }

@@ -6,6 +6,8 @@ import { dirname, resolve } from 'node:path';
 import { DataSource, type DataSourceOptions, type EntitySchema, type MixedList, type QueryRunner } from 'typeorm';
 import { ProjectionCheckpoint } from './checkpoint.entity.js';
 import { CreateProjectionCheckpoint1767225600000 } from './migrations/1767225600000-create-projection-checkpoint.js';
+import { CreateProjectionQuarantine1767226545000 } from './migrations/1767226545000-create-projection-quarantine.js';
+import { QuarantinedAggregate } from './quarantine.entity.js';
 
 /** The embedded default: relative to the working directory, like the rest of `.tally/`. */
 export const DEFAULT_SQLITE_PATH = '.tally/projections.sqlite';
@@ -21,9 +23,9 @@ export interface TallyDataSourceOptions {
   readonly schema?: string | undefined;
   /** SQLite file; defaults to DEFAULT_SQLITE_PATH. Ignored when databaseUrl is set. */
   readonly sqlitePath?: string | undefined;
-  /** Projection entities; the checkpoint entity is always added. */
+  /** Projection entities; the checkpoint and quarantine entities are always added. */
   readonly entities: readonly (EntityClass | EntitySchema)[];
-  /** Projection migrations; the checkpoint migration is always added first. */
+  /** Projection migrations; the checkpoint and quarantine migrations are always added. */
   readonly migrations: readonly MigrationClass[];
   /** How long SQLite waits on a lock held by another process before SQLITE_BUSY. */
   readonly sqliteBusyTimeoutMs: number;
@@ -43,8 +45,16 @@ export function databaseKind(dataSource: DataSource): DatabaseKind {
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export function createTallyDataSource(options: TallyDataSourceOptions): DataSource {
-  const entities: MixedList<EntityClass | EntitySchema> = [ProjectionCheckpoint, ...options.entities];
-  const migrations: MixedList<MigrationClass> = [CreateProjectionCheckpoint1767225600000, ...options.migrations];
+  const entities: MixedList<EntityClass | EntitySchema> = [
+    ProjectionCheckpoint,
+    QuarantinedAggregate,
+    ...options.entities,
+  ];
+  const migrations: MixedList<MigrationClass> = [
+    CreateProjectionCheckpoint1767225600000,
+    CreateProjectionQuarantine1767226545000,
+    ...options.migrations,
+  ];
   const common = {
     entities: entities as DataSourceOptions['entities'],
     migrations: migrations as DataSourceOptions['migrations'],

@@ -24,13 +24,21 @@ export interface EventBatchReaderOptions extends EventReadLimits {
   readonly registry: EventRegistry;
 }
 
-/** A stored event that fails to decode is a bug or a missing upcaster: never skipped. */
+/**
+ * A stored event that fails to decode is a bug or a missing upcaster: never skipped silently.
+ * The runner quarantines its aggregate (ADR 0045), naming the fields at fault, never their values.
+ */
 export class UndecodableEvent extends Error {
   override readonly name = 'UndecodableEvent';
   constructor(
     readonly stream: string,
     readonly sequence: number,
     detail: string,
+    readonly subject = '',
+    /** The envelope's `type` when it has a readable one; `unknown` otherwise. */
+    readonly eventType = 'unknown',
+    /** The fields at fault (names only). */
+    readonly fields: readonly string[] = [],
   ) {
     super(`event at ${stream}#${sequence} does not decode: ${detail}`);
   }
@@ -61,6 +69,8 @@ export class EventBatchReader {
   /** Messages still in the stream (after the last one handed out) when that one was delivered. */
   private pendingAfterLast: number;
   private failure: Error | undefined;
+  /** The stream's pending count when the last undecodable message was delivered. */
+  private undecodablePending = 0;
   /** A commit read but not handed out, because it did not fit the last batch. */
   private held: Commit | undefined;
 
@@ -95,6 +105,17 @@ export class EventBatchReader {
   /** True once the last message handed out was the stream's last matching one at its delivery. */
   get reachedEnd(): boolean {
     return this.pendingAfterLast === 0;
+  }
+
+  /**
+   * Steps over the message that did not decode, once the caller has set it aside (ADR 0045):
+   * the next read goes on with the message after it, on the same consumer. (A new consumer
+   * would have to trust the server's pending count from an arbitrary sequence, which the
+   * server this runs on does not always get right.)
+   */
+  stepOverUndecodable(): void {
+    this.failure = undefined;
+    this.pendingAfterLast = this.undecodablePending;
   }
 
   /**
@@ -201,7 +222,17 @@ export class EventBatchReader {
 
   private decode(msg: JsMsg): Commit {
     const decoded = this.options.registry.decodeCommit(msg.data);
-    if (!decoded.ok) throw new UndecodableEvent(this.options.stream, msg.seq, describeFieldErrors(decoded.errors));
+    // Once stepped over, the undecodable message counts as handed out, for reachedEnd.
+    if (!decoded.ok) this.undecodablePending = msg.info.pending;
+    if (!decoded.ok)
+      throw new UndecodableEvent(
+        this.options.stream,
+        msg.seq,
+        describeFieldErrors(decoded.errors),
+        msg.subject,
+        envelopeType(msg.data),
+        decoded.errors.map((e) => e.field),
+      );
     const traceparent = msg.headers?.get('traceparent') || undefined;
     const events = decoded.value.map((event, position) => ({
       sequence: msg.seq,
@@ -211,6 +242,19 @@ export class EventBatchReader {
       ...(traceparent === undefined ? {} : { traceparent }),
     }));
     return { events, pending: msg.info.pending };
+  }
+}
+
+const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
+/** The `type` an undecodable message claims, when it has one that looks like a type name (never other text). */
+function envelopeType(data: Uint8Array): string {
+  try {
+    const plain = JSON.parse(new TextDecoder().decode(data)) as { type?: unknown; events?: unknown };
+    if (typeof plain.type === 'string' && EVENT_TYPE.test(plain.type)) return plain.type;
+    return Array.isArray(plain.events) ? 'commit' : 'unknown';
+  } catch {
+    return 'unknown';
   }
 }
 

@@ -1,11 +1,18 @@
 export * from './integer-columns.js';
 export * from './checkpoint.entity.js';
+export * from './quarantine.entity.js';
 export * from './migrations/1767225600000-create-projection-checkpoint.js';
+export * from './migrations/1767226545000-create-projection-quarantine.js';
 export * from './data-source.js';
 export * from './checkpoint-store.js';
 export type { Projection } from './projection.js';
 export * from './event-batches.js';
 export * from './projection-runner.js';
+export * from './projection-failures.js';
+export { aggregateIdOf, QUARANTINE_LIMITS, type QuarantineLimits } from './aggregate-quarantine.js';
+export * from './quarantine-store.js';
+export * from './quarantine-watch.js';
+export type { RetryOutcome } from './quarantine-retry.js';
 export * from './commit-watch.js';
 export * from './bulk-write.js';
 export * from './digest.js';

@@ -2,94 +2,49 @@
 // commits each batch's rows together with the new checkpoint in ONE transaction. Events
 // at or below the checkpoint are ignored, so a redelivery or an overlapping read is a
 // no-op, and a crash anywhere leaves either the whole batch or none of it.
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Link } from '@opentelemetry/api';
-import type { JetStreamClient } from '@nats-io/jetstream';
-import type { EventRegistry } from '@tally/contracts';
+// An event that cannot be projected stops only its own aggregate (ADR 0045): the runner
+// finds it, records it in the quarantine table, steps the checkpoint over it and skips its
+// aggregate's later events; a transient failure still halts the runner, to be restarted.
 import { HistoryGap, type StoredEvent } from '@tally/eventing';
-import type { DataSource } from 'typeorm';
+import { AggregateQuarantine } from './aggregate-quarantine.js';
+import { assertAscending, countCommits, traced } from './batch-trace.js';
 import { advanceCheckpoint, deleteCheckpoint, readCheckpoint } from './checkpoint-store.js';
 import { CommitWatch } from './commit-watch.js';
 import { qualifiedTable } from './data-source.js';
-import { EventBatchReader, type EventReadLimits } from './event-batches.js';
+import { EventBatchReader, UndecodableEvent } from './event-batches.js';
+import { isTransientFailure } from './projection-failures.js';
 import type { Projection } from './projection.js';
+import type { QuarantinedAggregate } from './quarantine.entity.js';
+import {
+  ProjectionHalted,
+  type BatchOutcome,
+  type CatchUpOptions,
+  type CatchUpResult,
+  type LoopPlan,
+  type ProjectionRunnerOptions,
+} from './runner-contract.js';
+import { retryAggregate, undecodableFact, type RetryOutcome } from './quarantine-retry.js';
+import { deleteQuarantine } from './quarantine-store.js';
 
-export interface ProjectionRunnerOptions extends EventReadLimits {
-  readonly js: JetStreamClient;
-  readonly dataSource: DataSource;
-  readonly registry: EventRegistry;
-  readonly projection: Projection;
-  /**
-   * Most events applied in one transaction. A batch holds whole commits only, because the
-   * checkpoint is a stream sequence; a single commit bigger than this is applied alone.
-   */
-  readonly batchSizeMax: number;
-  /** Longest wait, after a batch's first event, for more events to join it. */
-  readonly batchWaitMs: number;
-  /** During catch-up, how long the stream may stay silent before the replay is declared stalled. */
-  readonly catchUpStallMs: number;
-  /** Told each new checkpoint this runner starts from or commits (e.g. to wake readers in another thread). */
-  readonly onCommitted?: (checkpoint: number) => void;
-}
-
-export interface BatchOutcome {
-  readonly applied: number;
-  /** Events at or below the checkpoint: already committed, ignored. */
-  readonly ignored: number;
-  readonly checkpoint: number;
-}
-
-export interface CatchUpResult {
-  /** Events applied (a commit may carry several). */
-  readonly events: number;
-  readonly batches: number;
-  readonly checkpoint: number;
-}
-
-export interface CatchUpOptions {
-  /** Called after each committed batch with commits (stream messages) read so far and to read in all. */
-  readonly onProgress?: (done: number, total: number) => void;
-}
-
-/** The runner stopped on a bug: an undecodable event, a throwing projection, a moved checkpoint. */
-export class ProjectionHalted extends Error {
-  override readonly name = 'ProjectionHalted';
-  constructor(
-    readonly projection: string,
-    readonly checkpoint: number,
-    cause: unknown,
-  ) {
-    super(
-      `projection ${projection} halted after checkpoint ${checkpoint}: ${cause instanceof Error ? cause.message : String(cause)}`,
-      { cause },
-    );
-  }
-}
-
-interface LoopPlan {
-  limit(): number;
-  /** Most commits (stream messages) the next batch may hold. */
-  commitsMax(): number | undefined;
-  readonly firstWaitMs: number | undefined;
-  readonly stop: Promise<void>;
-  readonly stopAtEnd: boolean;
-  /** Whether to read another batch once the current one has been read. */
-  more(): boolean;
-  onBatch(batch: readonly StoredEvent[]): void;
-  onCommitted?(): void;
-  /** A read returned nothing: end the loop, read again, or throw. */
-  onEmpty(): 'end' | 'again';
-}
+export * from './runner-contract.js';
 
 export class ProjectionRunner {
-  private active: 'catch-up' | 'follow' | undefined;
+  private active: 'catch-up' | 'follow' | 'retry' | undefined;
   /** The highest checkpoint this runner has read or committed; 0 until it starts. */
   private readonly committed = new CommitWatch();
   private stopRequested: (() => void) | undefined;
   private following: Promise<void> | undefined;
+  private readonly quarantine: AggregateQuarantine;
 
   constructor(private readonly options: ProjectionRunnerOptions) {
     if (!(options.batchSizeMax >= 1)) throw new Error('batchSizeMax must be at least 1');
     if (!(options.batchWaitMs >= 0)) throw new Error('batchWaitMs must not be negative');
+    this.quarantine = new AggregateQuarantine({
+      dataSource: options.dataSource,
+      projection: options.projection,
+      limits: options,
+      onQuarantined: (row) => options.onQuarantined?.(row),
+    });
   }
 
   get projection(): Projection {
@@ -117,26 +72,86 @@ export class ProjectionRunner {
 
   /**
    * Applies one batch in one transaction: rows first, then the checkpoint, both or neither.
-   * Events must be in ascending stream order; those at or below the checkpoint are ignored.
+   * Events must be in ascending stream order; those at or below the checkpoint are ignored,
+   * those of a quarantined aggregate are skipped (counted in its row). A failure is thrown:
+   * finding the event at fault is the loop's job (applyOrIsolate).
    */
   async applyBatch(events: readonly StoredEvent[]): Promise<BatchOutcome> {
-    const outcome = await traced(this.options.projection.name, events, () => this.applyBatchInTransaction(events));
+    const quarantined = await this.quarantine.subjects();
+    const outcome = await traced(this.options.projection.name, events, () =>
+      this.applyBatchInTransaction(events, quarantined),
+    );
     this.noteCommitted(outcome.checkpoint);
     return outcome;
   }
 
-  private applyBatchInTransaction(events: readonly StoredEvent[]): Promise<BatchOutcome> {
+  private applyBatchInTransaction(
+    events: readonly StoredEvent[],
+    quarantined: ReadonlyMap<string, unknown>,
+  ): Promise<BatchOutcome> {
     assertAscending(events);
     const { projection, dataSource } = this.options;
     return dataSource.transaction(async (manager) => {
       const from = await readCheckpoint(manager, projection.name, projection.stream);
       const fresh = events.filter((e) => e.sequence > from);
-      if (fresh.length === 0) return { applied: 0, ignored: events.length, checkpoint: from };
-      await projection.apply(manager, fresh);
+      const ignored = events.length - fresh.length;
+      if (fresh.length === 0) return { applied: 0, ignored, skipped: 0, checkpoint: from };
+      const live = quarantined.size === 0 ? fresh : fresh.filter((e) => !quarantined.has(e.subject));
+      if (live.length > 0) await projection.apply(manager, live);
+      if (live.length < fresh.length)
+        await this.quarantine.noteSkipped(
+          manager,
+          fresh.filter((e) => quarantined.has(e.subject)),
+        );
       const to = fresh[fresh.length - 1]!.sequence;
       await advanceCheckpoint(manager, projection.name, projection.stream, from, to);
-      return { applied: fresh.length, ignored: events.length - fresh.length, checkpoint: to };
+      return { applied: live.length, ignored, skipped: fresh.length - live.length, checkpoint: to };
     });
+  }
+
+  /** A batch that fails for a reason of its own is applied commit by commit to find the event at fault. */
+  private async applyOrIsolate(batch: readonly StoredEvent[]): Promise<BatchOutcome> {
+    try {
+      return await this.applyBatch(batch);
+    } catch (error) {
+      if (isTransientFailure(error)) throw error;
+      const outcome = await this.quarantine.isolate(batch, (commit) => this.applyBatch(commit));
+      // The last commit may have been set aside, which applyBatch did not see.
+      this.noteCommitted(outcome.checkpoint);
+      return outcome;
+    }
+  }
+
+  /** The aggregates this projection has quarantined, as the table says now. */
+  async quarantined(): Promise<QuarantinedAggregate[]> {
+    return [...(await this.quarantine.load()).values()];
+  }
+
+  /**
+   * Applies the events set aside of every quarantined aggregate, in order, with the code
+   * running now: what applies leaves quarantine (ADR 0045). `start()` does this first;
+   * `tally projections retry` calls it with the projector lease held.
+   */
+  async retryQuarantined(): Promise<RetryOutcome[]> {
+    this.claim('retry');
+    try {
+      return await this.retryAll();
+    } finally {
+      this.active = undefined;
+    }
+  }
+
+  private async retryAll(): Promise<RetryOutcome[]> {
+    const o = this.options;
+    const outcomes: RetryOutcome[] = [];
+    // One aggregate after the other: a retry is rare, and each holds its reader and transaction only briefly.
+    for (const row of await this.quarantined()) {
+      const outcome = await retryAggregate({ ...o, limits: o }, row);
+      o.onRetried?.(outcome);
+      outcomes.push(outcome);
+    }
+    await this.quarantine.load();
+    return outcomes;
   }
 
   /** Reads until the last matching event that existed when it started (replay, CLI). */
@@ -157,8 +172,10 @@ export class ProjectionRunner {
       await dataSource.transaction(async (manager) => {
         for (const table of projection.tables) await manager.query(`DELETE FROM ${qualifiedTable(dataSource, table)}`);
         await deleteCheckpoint(manager, projection.name);
+        await deleteQuarantine(manager, projection.name);
       });
       this.committed.reset();
+      this.quarantine.reset();
       return await this.runCatchUp(options);
     } finally {
       this.active = undefined;
@@ -166,8 +183,9 @@ export class ProjectionRunner {
   }
 
   /**
-   * Follows the stream live until stop(). The promise settles when following ends: it
-   * resolves after stop() and rejects with ProjectionHalted when a batch fails.
+   * Retries the quarantined aggregates, then follows the stream live until stop(). The
+   * promise settles when following ends: it resolves after stop() and rejects with
+   * ProjectionHalted on a transient failure (the caller restarts it, with a backoff).
    */
   start(): Promise<void> {
     this.claim('follow');
@@ -189,6 +207,7 @@ export class ProjectionRunner {
     const o = this.options;
     let stopped = false;
     void stop.then(() => (stopped = true));
+    await this.guard(await this.checkpoint(), () => this.retryAll());
     await this.pipeline((_reader, halted) => ({
       limit: () => o.batchSizeMax,
       commitsMax: () => undefined,
@@ -223,6 +242,11 @@ export class ProjectionRunner {
           batches++;
         },
         onCommitted: () => options.onProgress?.(done, total),
+        // A message that does not decode is done with once its aggregate is quarantined.
+        onSetAside: () => {
+          done++;
+          options.onProgress?.(done, total);
+        },
         onEmpty: () => {
           throw new Error(`replay stalled: no event for ${o.catchUpStallMs} ms at ${done}/${total}`);
         },
@@ -240,6 +264,7 @@ export class ProjectionRunner {
     const o = this.options;
     let checkpoint = await this.checkpoint();
     this.noteCommitted(checkpoint);
+    await this.quarantine.load();
     await this.guard(checkpoint, () => this.assertStreamHolds(checkpoint + 1));
     const reader = await this.openReader(checkpoint + 1);
     let halt!: () => void;
@@ -265,7 +290,13 @@ export class ProjectionRunner {
       while (next) {
         const pending = next;
         next = undefined;
-        const batch = await this.guard(checkpoint, () => pending);
+        const batch = await this.guard(checkpoint, () => pending.catch((e: unknown) => this.undecodable(e, reader)));
+        if (typeof batch === 'number') {
+          checkpoint = batch;
+          p.onSetAside?.();
+          if (p.more()) next = read();
+          continue;
+        }
         if (batch.length === 0) {
           if (this.guardSync(checkpoint, p.onEmpty) === 'end') break;
           next = read();
@@ -273,7 +304,7 @@ export class ProjectionRunner {
         }
         p.onBatch(batch);
         if (p.more()) next = read();
-        checkpoint = (await this.guard(checkpoint, () => this.applyBatch(batch))).checkpoint;
+        checkpoint = (await this.guard(checkpoint, () => this.applyOrIsolate(batch))).checkpoint;
         p.onCommitted?.();
       }
     } finally {
@@ -281,6 +312,20 @@ export class ProjectionRunner {
       await next?.catch(() => undefined);
       await reader.close();
     }
+    return checkpoint;
+  }
+
+  /**
+   * A message that does not decode is set aside like an event that does not apply, and the
+   * reader steps over it; any other read failure halts. Resolves to the new checkpoint.
+   */
+  private async undecodable(error: unknown, reader: EventBatchReader): Promise<number> {
+    if (!(error instanceof UndecodableEvent) || error.subject === '') throw error;
+    const { sequence, eventType, reason } = undecodableFact(error);
+    const fact = this.quarantine.factOf(error.subject, sequence, eventType, reason);
+    const checkpoint = await this.quarantine.setAside(fact);
+    reader.stepOverUndecodable();
+    this.noteCommitted(checkpoint);
     return checkpoint;
   }
 
@@ -332,60 +377,8 @@ export class ProjectionRunner {
     }
   }
 
-  private claim(mode: 'catch-up' | 'follow'): void {
+  private claim(mode: 'catch-up' | 'follow' | 'retry'): void {
     if (this.active) throw new Error(`projection ${this.options.projection.name} is already running (${this.active})`);
     this.active = mode;
   }
-}
-
-/** Events of one commit share a sequence and ascend by position; commits ascend by sequence. */
-function assertAscending(events: readonly StoredEvent[]): void {
-  for (let i = 1; i < events.length; i++) {
-    const [a, b] = [events[i - 1]!, events[i]!];
-    const ascending = b.sequence > a.sequence || (b.sequence === a.sequence && (b.position ?? 0) > (a.position ?? 0));
-    if (!ascending)
-      throw new Error(
-        `batch is not in ascending stream order at index ${i}: ${a.sequence}/${a.position ?? 0} then ${b.sequence}/${b.position ?? 0}`,
-      );
-  }
-}
-
-function countCommits(events: readonly StoredEvent[]): number {
-  let commits = 0;
-  for (let i = 0; i < events.length; i++) if (i === 0 || events[i]!.sequence !== events[i - 1]!.sequence) commits++;
-  return commits;
-}
-
-/** Links a batch keeps to the traces of its commits beyond the first: enough to find them, bounded. */
-const BATCH_LINKS_MAX = 32;
-
-/**
- * One span per applied batch when tracing is on: a child of the first commit's trace (the
- * request that appended it), linked to the traces of the others, so a request's trace ends
- * with the projection that made it readable.
- */
-function traced<T>(projection: string, events: readonly StoredEvent[], apply: () => Promise<T>): Promise<T> {
-  const traced = [...new Set(events.flatMap((e) => (e.traceparent ? [e.traceparent] : [])))];
-  if (traced.length === 0) return apply();
-  const contexts = traced.map((traceparent) => propagation.extract(ROOT_CONTEXT, { traceparent }));
-  const links: Link[] = contexts.slice(1, 1 + BATCH_LINKS_MAX).flatMap((c) => {
-    const span = trace.getSpanContext(c);
-    return span ? [{ context: span }] : [];
-  });
-  const tracer = trace.getTracer('tally');
-  return tracer.startActiveSpan(
-    `projection ${projection}`,
-    { kind: SpanKind.CONSUMER, links, attributes: { 'tally.projection': projection, 'tally.events': events.length } },
-    contexts[0]!,
-    async (span) => {
-      try {
-        return await apply();
-      } catch (error) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
 }

@@ -55,8 +55,8 @@ export class CreateTestCounter1767225600100 implements MigrationInterface {
 }
 
 export interface CounterHooks {
-  /** Runs after the batch's rows are written, before the runner commits. */
-  afterWrite?(events: readonly StoredEvent[]): Promise<void>;
+  /** Runs after the batch's rows are written, before the runner commits, inside its transaction. */
+  afterWrite?(events: readonly StoredEvent[], manager: EntityManager): Promise<void>;
 }
 
 export function counterProjection(stream: string, filterSubject: string, hooks: CounterHooks = {}): Projection {
@@ -87,7 +87,7 @@ export function counterProjection(stream: string, filterSubject: string, hooks: 
         updateColumns: ['totalMinor', 'events', 'lastSequence'],
         rowsPerStatementMax: 500,
       });
-      await hooks.afterWrite?.(events);
+      await hooks.afterWrite?.(events, manager);
     },
   };
 }

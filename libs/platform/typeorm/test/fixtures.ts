@@ -149,6 +149,8 @@ export const runnerLimits = {
   idleHeartbeatMs: 1000,
   pullExpiresMs: 10_000,
   catchUpStallMs: 10_000,
+  isolatedAttemptsMax: 2,
+  isolatedRetryDelayMs: 10,
 } as const;
 
 export function counterRunner(

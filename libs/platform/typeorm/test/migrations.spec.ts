@@ -8,6 +8,7 @@ import {
   CHECKPOINT_TABLE,
   MIGRATIONS_TABLE,
   ProjectionCheckpoint,
+  QUARANTINE_TABLE,
   createTallyDataSource,
   openDataSource,
   qualifiedTable,
@@ -42,6 +43,8 @@ describe.each(databasesUnderTest())('projection database on %s', (kind: Database
       expect(checkpoint?.findColumnByName('sequence')?.type).toBe('bigint');
       expect(checkpoint?.findColumnByName('sequence')?.isNullable).toBe(false);
       expect(await runner.hasTable(`${prefix}${COUNTER_TABLE}`)).toBe(true);
+      const quarantine = await runner.getTable(`${prefix}${QUARANTINE_TABLE}`);
+      expect(quarantine?.primaryColumns.map((c) => c.name)).toEqual(['projection', 'subject']);
     } finally {
       await runner.release();
     }
@@ -51,6 +54,7 @@ describe.each(databasesUnderTest())('projection database on %s', (kind: Database
     expect(applied.map((m) => m.name)).toEqual([
       'CreateProjectionCheckpoint1767225600000',
       'CreateTestCounter1767225600100',
+      'CreateProjectionQuarantine1767226545000',
     ]);
     expect(await db.dataSource.showMigrations()).toBe(false);
 
@@ -60,7 +64,7 @@ describe.each(databasesUnderTest())('projection database on %s', (kind: Database
       const count: Array<{ n: unknown }> = await again.query(
         `SELECT COUNT(*) AS n FROM ${qualifiedTable(again, MIGRATIONS_TABLE)}`,
       );
-      expect(Number(count[0]!.n)).toBe(2);
+      expect(Number(count[0]!.n)).toBe(3);
     } finally {
       await again.destroy();
     }
