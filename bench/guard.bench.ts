@@ -17,7 +17,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { tallyNames } from '@tally/contracts';
 import { startDirectory } from '@tally/directory-service';
-import { KvReplayLedger, signatureReplayBucketSpec } from '@tally/platform-app';
+import { KvReplayLedger, revocationsBucketSpec, signatureReplayBucketSpec } from '@tally/platform-app';
 import { ensureKvBucket } from '@tally/platform-jetstream';
 import {
   Access,
@@ -215,6 +215,8 @@ export const guardSuite: BenchSuite = {
       const js = jetstream(nc);
       const jsm = await jetstreamManager(nc);
       await jsm.streams.add({ name: names.directoryEventsStream, subjects: [names.directoryEventsWildcard] });
+      // Every capability token is checked against the revocation view, which follows this bucket.
+      await ensureKvBucket(js, revocationsBucketSpec(names, 1));
       const directory = await startDirectory({
         js,
         jsm,

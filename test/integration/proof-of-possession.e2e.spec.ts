@@ -3,10 +3,13 @@
 // (RFC 9421, Ed25519 over @method, @path and content-digest) with its subject key. A correct
 // signature spends; the same signature again, a body that is not the digested one, a stale
 // created time, or the token alone (stolen) spend nothing, on admissions, work submissions,
-// the drop-in endpoints and delegation. An unbound capability is unchanged.
+// the drop-in endpoints and delegation. An unbound capability is unchanged. ADR 0049: a
+// relabelled replay, an appended member, or a captured request sent with an Idempotency-Key,
+// x-tally-fallbacks or query its signature does not cover is refused and books nothing.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import { subjectSignatureHeaders } from '@tally/platform-auth';
+import { AuthorityLedger } from '../orchestrator/authority-ledger.js';
 import { MODELS, workBody, type OrchestratorHarness } from '../orchestrator/orchestrator.harness.js';
 import { authorityCall, meteredHarness, scriptedGrants } from '../gateway/gateway.support.js';
 
@@ -20,14 +23,17 @@ interface Bound {
 
 describe('Issue 8: proof of possession for capabilities bound to their subject key', () => {
   let h: OrchestratorHarness;
+  let ledger: AuthorityLedger;
 
   beforeAll(async () => {
     h = meteredHarness('pop');
     await h.startAuthority();
     await h.start(1);
+    ledger = await AuthorityLedger.open(h.natsUrl, h.namespace);
   }, 240_000);
 
   afterAll(async () => {
+    await ledger?.close();
     await h?.dispose();
   });
 
@@ -64,21 +70,28 @@ describe('Issue 8: proof of possession for capabilities bound to their subject k
     path: string,
     body: Json,
     credential: { token: string; privateKey?: KeyObject },
-    options: { createdMs?: number; signedBody?: string } = {},
+    options: { createdMs?: number; signedBody?: string; headers?: Record<string, string> } = {},
   ): Promise<Prepared> {
     const text = JSON.stringify(body);
+    const own = options.headers ?? {};
     const signature = credential.privateKey
       ? await subjectSignatureHeaders({
           method: 'POST',
           path,
           body: options.signedBody ?? text,
+          headers: own,
           privateKey: credential.privateKey,
           ...(options.createdMs === undefined ? {} : { createdMs: options.createdMs }),
         })
       : {};
     return {
       url: `${base}${path}`,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${credential.token}`, ...signature },
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${credential.token}`,
+        ...own,
+        ...signature,
+      },
       body: text,
     };
   }
@@ -216,5 +229,92 @@ describe('Issue 8: proof of possession for capabilities bound to their subject k
     const res = await send(await prepare(h.authority!.url, '/v1/admissions', admission(), { token: cap.token }));
     expect(res.status).toBe(200);
     expect(res.body['verdict']).toBe('allow');
+  });
+
+  /** Events on the capability's tree in the budget stream: a hold, a receipt, anything booked. */
+  const treeEvents = async (cap: Bound) => (await ledger.events(cap.id)).length;
+
+  /** The same request with some headers changed (undefined drops one) or sent to another target. */
+  const tampered = (req: Prepared, headers: Record<string, string | undefined>, url = req.url): Prepared => {
+    const changed = { ...req.headers, ...headers };
+    for (const [name, value] of Object.entries(changed)) if (value === undefined) delete changed[name];
+    return { ...req, url, headers: changed as Record<string, string> };
+  };
+
+  it('ADR 0049 a spent signature relabelled in both headers is refused as a replay and books nothing', async () => {
+    const cap = await issue(true);
+    const req = await prepare(h.authority!.url, '/v1/admissions', admission(), cap);
+    expect((await send(req)).status).toBe(200);
+    const booked = await treeEvents(cap);
+    const relabelled = tampered(req, {
+      signature: req.headers['signature']!.replace(/^sig=/, 'x='),
+      'signature-input': req.headers['signature-input']!.replace(/^sig=/, 'x='),
+    });
+    const res = await send(relabelled);
+    expect(res.status).toBe(401);
+    expect(res.body['type']).toMatch(/signature_replayed/);
+    expect(await invocations(cap.id)).toBe(1);
+    expect(await treeEvents(cap)).toBe(booked);
+  });
+
+  it('ADR 0049 a spent signature with a junk member appended to Signature is refused and books nothing', async () => {
+    const cap = await issue(true);
+    const req = await prepare(h.authority!.url, '/v1/admissions', admission(), cap);
+    expect((await send(req)).status).toBe(200);
+    const booked = await treeEvents(cap);
+    const res = await send(tampered(req, { signature: `${req.headers['signature']!}, junk=:AAAA:` }));
+    expect(res.status).toBe(401);
+    expect(res.body['type']).toMatch(/signature_invalid/);
+    expect(await invocations(cap.id)).toBe(1);
+    expect(await treeEvents(cap)).toBe(booked);
+  });
+
+  it('ADR 0049 a captured admission sent first with another Idempotency-Key or a query is refused; the genuine one then spends once', async () => {
+    const cap = await issue(true);
+    const genuine = await prepare(h.authority!.url, '/v1/admissions', admission(), cap, {
+      headers: { 'idempotency-key': 'genuine-1' },
+    });
+    const unkeyed = await prepare(h.authority!.url, '/v1/admissions', admission(), cap);
+    const before = await treeEvents(cap);
+    for (const attack of [
+      tampered(genuine, { 'idempotency-key': 'attacker-2' }),
+      tampered(unkeyed, { 'idempotency-key': 'attacker-3' }),
+      tampered(unkeyed, {}, `${unkeyed.url}?again=1`),
+    ]) {
+      const res = await send(attack);
+      expect(res.status).toBe(401);
+      expect(res.body['type']).toMatch(/signature_invalid/);
+    }
+    expect(await invocations(cap.id)).toBe(0);
+    expect(await treeEvents(cap)).toBe(before);
+    // Refused signatures are not spent: the client's own requests still go through, once each.
+    expect((await send(genuine)).status).toBe(200);
+    expect((await send(unkeyed)).status).toBe(200);
+    expect(await invocations(cap.id)).toBe(2);
+  });
+
+  it('ADR 0049 a captured drop-in call sent with other x-tally-fallbacks or another Idempotency-Key is refused: no unit, no provider call', async () => {
+    const cap = await issue(true);
+    const chat = { model: 'scripted/ok-model', messages: [{ role: 'user', content: 'hi' }] };
+    const plain = await prepare(h.url, '/v1/chat/completions', chat, cap);
+    const keyed = await prepare(h.url, '/v1/chat/completions', chat, cap, {
+      headers: { 'idempotency-key': 'drop-in-1', 'x-tally-fallbacks': 'scripted/ok-model' },
+    });
+    const callsBefore = h.calls();
+    const before = await treeEvents(cap);
+    for (const attack of [
+      tampered(plain, { 'x-tally-fallbacks': 'scripted-anthropic/ok-model' }),
+      tampered(plain, { 'idempotency-key': 'attacker-1' }),
+      tampered(keyed, { 'x-tally-fallbacks': 'scripted-anthropic/ok-model' }),
+      tampered(keyed, { 'idempotency-key': 'attacker-2' }),
+    ]) {
+      const res = await send(attack);
+      expect(res.status).toBe(401);
+      expect(res.body['error']).toBeDefined();
+    }
+    expect(h.calls()).toBe(callsBefore);
+    expect(await invocations(cap.id)).toBe(0);
+    expect(await treeEvents(cap)).toBe(before);
+    expect((await send(keyed)).status).toBe(200);
   });
 });

@@ -2,9 +2,11 @@
 // deploy/nats/accounts.conf: `tally provision` as the operator user creates everything; a
 // service booting with nats.provision: check refuses, naming the difference, until it is
 // there; then both services, each logged in as its own least-privilege user, run the metered
-// smoke path (issue, admit, settle, a work unit end to end) without one permission violation,
-// and each is refused what would let it wreck or read the other's data, a KV bucket included:
-// no user can roll one up or purge it, nor write another service's bucket or keys (ADR 0051).
+// smoke path (issue, admit, settle, a work unit end to end, a revocation refused by the other
+// service) without one permission violation, and each is refused what would let it wreck or
+// read the other's data, a KV bucket included: no user can roll one up or purge it, nor write
+// another service's bucket or keys, the revocations bucket that only the authority writes among
+// them (ADR 0051, ADR 0049).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -175,6 +177,14 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
       return grants[0]!['realized_cost_units'] === 11 ? grants[0] : undefined;
     });
     expect(usage!['invocation_count']).toBe(1);
+    // ADR 0049: the revoke writes the revocations bucket, the relay reads the ledger, and the
+    // orchestrator's view follows the bucket, each as its own user.
+    await authority('POST', `/v1/capabilities/${cap['id']}/revoke`, {});
+    const refused = await h.eventually('the orchestrator to refuse the revoked token', async () => {
+      const res = await h.post('/v1/work', workBody({ token: cap['token'] }));
+      return res.status === 401 ? res.body : undefined;
+    });
+    expect(refused['type']).toBe('token_revoked');
     // Both services' readiness includes their projections, which run on connections of their own.
     for (const svc of [h.authority!, h.processes[0]!]) expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
     expect(violations()).toEqual([]);
@@ -190,7 +200,7 @@ describe('Issue 9: least-privilege NATS, generated and run', () => {
     expect(refused).toEqual(expectedRefusals('budget-authority', 'agent-orchestrator'));
   }, 60_000);
 
-  it('ADR 0051 no user can roll up or purge a KV bucket, nor write another service’s bucket or keys; its own keys it can', async () => {
+  it('ADR 0051 no user can roll up or purge a KV bucket (the revocations bucket of ADR 0049 among them), nor write another service’s bucket or keys; its own keys it can', async () => {
     for (const user of Object.keys(PASSWORDS) as User[])
       expect({ user, outcomes: await probeBuckets(user) }).toEqual({ user, outcomes: expectedBucketOutcomes(user) });
   }, 60_000);
@@ -212,6 +222,8 @@ function bucketProbes(user: User): BucketProbe[] {
     { bucket: names.idempotencyBucket, ...mine('budget-authority') },
     { bucket: names.signatureReplayBucket('budget'), ...mine('budget-authority') },
     { bucket: names.signatureReplayBucket('work'), ...mine('agent-orchestrator') },
+    // Written by the authority only; the orchestrator follows it (ADR 0049).
+    { bucket: names.revocationsBucket, ...mine('budget-authority') },
   ];
 }
 

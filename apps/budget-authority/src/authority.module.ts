@@ -17,12 +17,13 @@ import { KeysController } from './http/keys.controller.js';
 import { SIGNING_KEYRING, SigningKeysController } from './http/signing-keys.controller.js';
 import type { SigningKeyring } from '@tally/budget-infrastructure';
 import { DIRECTORY_COMMANDS, DIRECTORY_VIEW, TenantsController } from './http/tenants.controller.js';
-import type { DirectoryRuntime } from '@tally/directory-service';
+import { RevocationWriter, type DirectoryRuntime } from '@tally/directory-service';
 import { loadConsoleAssets } from './console/console-assets.js';
 import { CONSOLE_ASSETS, CONSOLE_ORCHESTRATOR_URL, ConsoleController } from './console/console.controller.js';
 import { OverviewController } from './http/overview.controller.js';
 import { FAULT_TARGETS } from './runtime/fault-targets.js';
 import type { AuthorityRuntime } from './runtime/authority-runtime.js';
+import { RevocationNotices } from './runtime/revocation-notices.js';
 import { WEBHOOKS_RUNTIME, WebhooksController } from './http/webhooks.controller.js';
 import type { WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
@@ -65,6 +66,19 @@ export class AuthorityModule {
         useFactory: async () =>
           new Idempotency(
             await IdempotencyRecords.open(ctx.nats.js, ctx.nats.names, ctx.config.nats.publish_timeout_ms),
+          ),
+      },
+      {
+        provide: RevocationNotices,
+        useFactory: async () =>
+          new RevocationNotices(
+            await RevocationWriter.open(
+              ctx.nats.js,
+              ctx.nats.names.revocationsBucket,
+              ctx.config.nats.publish_timeout_ms,
+            ),
+            directory.revocations,
+            ctx.logger,
           ),
       },
       { provide: AUTHORITY_PORT, useValue: runtime.authority },

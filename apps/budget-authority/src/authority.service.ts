@@ -3,12 +3,13 @@
 import {
   BUDGET_COMMANDS_CONCURRENCY_MAX,
   oidcVerifierOf,
+  type BackgroundTask,
   type HostContext,
   type ServiceDefinition,
   type TallyConfig,
 } from '@tally/platform-app';
 import { startDirectoryOf } from './runtime/directory.js';
-import type { DirectoryRuntime } from '@tally/directory-service';
+import { RevocationWriter, type DirectoryRuntime } from '@tally/directory-service';
 import { AuthorityModule } from './authority.module.js';
 import { expiryLoop, reconcileLoop, unsettledLoop } from './background/sweeps.js';
 import { startCommandServers } from './messaging/command-server.js';
@@ -16,6 +17,7 @@ import { authorityOpenApi } from './openapi.js';
 import { projector } from './projector.js';
 import { loadAuthorityExtras } from './runtime/authority-extras.js';
 import { authorityKeyring, buildAuthorityRuntime, type AuthorityRuntime } from './runtime/authority-runtime.js';
+import { RevocationRelay } from './runtime/revocation-relay.js';
 import { RotatingSigner } from './runtime/rotating-signer.js';
 import { buildWebhooksRuntime, type WebhooksRuntime } from './webhooks/webhooks-runtime.js';
 
@@ -71,8 +73,20 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
       const commands = await startCommandServers(ctx, authority, COMMAND_LIMITS);
       const stopDirectory = { name: 'directory', stop: () => directoryOf().stop() };
       const deliveries = await webhooksOf(ctx).startDelivery();
+      const relay = await startRevocationRelay(ctx, directoryOf());
       const sweeps = [expiryLoop(ctx, authority), unsettledLoop(ctx, authority), reconcileLoop(ctx, authority)];
-      return [...commands, ...sweeps, ...deliveries, stopDirectory];
+      return [...commands, ...sweeps, ...deliveries, relay, stopDirectory];
     },
   };
+}
+
+/** Every revocation of the ledger reaches the revocations bucket, whichever replica relays it (ADR 0049). */
+async function startRevocationRelay(ctx: HostContext, directory: DirectoryRuntime): Promise<BackgroundTask> {
+  const writer = await RevocationWriter.open(
+    ctx.nats.js,
+    ctx.nats.names.revocationsBucket,
+    ctx.config.nats.publish_timeout_ms,
+  );
+  const relay = await new RevocationRelay({ ctx, writer, view: directory.revocations }).start();
+  return { name: 'revocation-relay', stop: () => relay.stop() };
 }

@@ -20,6 +20,7 @@ import {
   type ValidationOptions,
 } from 'class-validator';
 import { MONEY_MESSAGE, moneyFromWire } from './money.js';
+import { CAPABILITY_TTL_SECONDS_MAX } from './revocation.js';
 
 export type WireMoney = number | string;
 
@@ -165,7 +166,7 @@ export class IssueCapabilityDto {
   subject_public_key!: string;
   /** `subject_key`: admissions, work submissions and delegations must be signed with that key (RFC 9421, ADR 0011). */
   @IsOptional() @IsIn(['subject_key'], { message: 'bind must be "subject_key"' }) bind?: 'subject_key';
-  @IsInt() @Min(1) @Max(31_536_000) ttl_seconds!: number;
+  @IsInt() @Min(1) @Max(CAPABILITY_TTL_SECONDS_MAX) ttl_seconds!: number;
   @ArrayMinSize(1) @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => GrantDto) grants!: GrantDto[];
   @IsOptional() @IsString() @Length(1, 256) parent_id?: string;
   /** Delegation by possession: the parent capability's token (http-api.md, Credentials). */

@@ -12,3 +12,4 @@ export * from './receipt-chain.js';
 export * from './size-limits.js';
 export * from './boundary-text.js';
 export * from './secrets.js';
+export * from './revocation.js';

@@ -57,6 +57,8 @@ export interface TallyNames {
    * service has its own (ADR 0051): the signed `@path` is a route of that service only.
    */
   signatureReplayBucket(service: CommandService): string;
+  /** KV: revoked capabilities by id, written by the authority, followed by every replica (ADR 0049). */
+  readonly revocationsBucket: string;
 }
 
 export type CommandService = 'budget' | 'work';
@@ -109,6 +111,7 @@ export function tallyNames(namespace = 'tally'): TallyNames {
     requestWildcard: (service) => `${namespace}.req.${service}.*`,
     requestQueueGroup: (service) => `${service}-requests`,
     signatureReplayBucket: (service) => `${upper}_${service.toUpperCase()}_SIGNATURE_REPLAY`,
+    revocationsBucket: `${upper}_REVOCATIONS`,
     deadLetterSubject: (source) => `${namespace}.dlq.${assertSubjectToken(source, 'dead-letter source')}`,
     deadLetterWildcard: `${namespace}.dlq.>`,
   };

@@ -11,9 +11,12 @@ export function neutralErrorOf(exception: unknown): NeutralError {
   if (exception instanceof ProblemException) {
     const first = exception.errors[0];
     const retry = exception.headers['retry-after'];
+    const status = exception.getStatus();
     return {
-      kind: kindOfStatus(exception.getStatus()),
+      kind: kindOfStatus(status),
       message: exception.detail ?? (first ? `${first.field}: ${first.message}` : exception.title),
+      // Why a credential was refused (token_revoked, signature_replayed, …) is the dialect's code.
+      ...(status === 401 ? { code: exception.problemType } : {}),
       ...(first ? { field: first.field } : {}),
       ...(retry !== undefined && Number.isFinite(Number(retry)) ? { retry_after_ms: Number(retry) * 1000 } : {}),
     };

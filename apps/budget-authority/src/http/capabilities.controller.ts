@@ -17,6 +17,7 @@ import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { AUTHORITY_PORT, type AuthorityPort } from '../authority.port.js';
 import { toIssueCommand, wireJson } from '../command-mapping.js';
+import { RevocationNotices } from '../runtime/revocation-notices.js';
 import { budgetScopeOf, CapabilityAccess } from './capability-access.js';
 import { Freshness } from './freshness.js';
 import { Idempotency } from './idempotency.js';
@@ -53,6 +54,7 @@ export class CapabilitiesController {
     @Inject(Freshness) private readonly freshness: Freshness,
     @Inject(CapabilityAccess) private readonly access: CapabilityAccess,
     @Inject(Idempotency) private readonly idempotency: Idempotency,
+    @Inject(RevocationNotices) private readonly revocations: RevocationNotices,
   ) {}
 
   @Post()
@@ -87,6 +89,8 @@ export class CapabilitiesController {
     await this.access.mayRevoke(caller, id, body.token);
     const out = await this.authority.revoke(id);
     if (!out.ok) throw refused(out.rejection);
+    // Before the answer: every replica refuses these tokens at the door from now on (ADR 0049).
+    await this.revocations.published(rootOfCapability(id), out.value);
     return out.value;
   }
 

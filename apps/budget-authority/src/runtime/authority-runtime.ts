@@ -11,6 +11,7 @@ import {
   type Signer,
 } from '@tally/budget-application';
 import { Ed25519Signer, SigningKeyring, SimulatedPaymentRail } from '@tally/budget-infrastructure';
+import { CAPABILITY_TTL_SECONDS_MAX } from '@tally/contracts';
 import type { HostContext, TallyConfig } from '@tally/platform-app';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
 import type { AuthorityExtras } from './authority-extras.js';
@@ -23,8 +24,6 @@ export interface AuthorityRuntime {
   readonly authority: BudgetAuthority;
   readonly faults: FaultTargets | undefined;
 }
-
-const DAY_MS = 86_400_000;
 
 export function authorityLimits(config: TallyConfig): BudgetAuthorityLimits {
   const a = config.authority;
@@ -41,7 +40,8 @@ export function authorityLimits(config: TallyConfig): BudgetAuthorityLimits {
     requireExecutionNonce: a.require_execution_nonce,
     delegationDepthMax: 16,
     grantsPerCapabilityMax: 64,
-    capabilityTtlMaxMs: 365 * DAY_MS,
+    // One bound with the wire's ttl_seconds, which the revocations bucket's retention rests on (ADR 0049).
+    capabilityTtlMaxMs: CAPABILITY_TTL_SECONDS_MAX * 1000,
     expireHoldsPerStepMax: a.sweep_batch_max,
     mutationListLimitMax: 1_000,
     receiptAppendAttemptsMax: 3,

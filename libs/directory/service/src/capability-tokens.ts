@@ -1,7 +1,8 @@
 // Capability tokens as bearer credentials, checked the same way in both services: the
-// signature against the published key named in the claims, then expiry. Revocation is a
-// fact of the budget ledger, which the authority checks where it decides; the orchestrator
-// cannot see it, and every spend it makes is admitted by the authority first.
+// signature against the published key named in the claims, then expiry, then revocation as
+// this replica's revocation view knows it (ADR 0049), so a revoked token stops at the door of
+// either service. The ledger still decides every spend: a revocation the view has not heard
+// of yet is refused there, as before.
 import {
   DEFAULT_TENANT,
   refusal,
@@ -10,6 +11,7 @@ import {
   type Refusal,
 } from '@tally/platform-auth';
 import type { PublishedKeys } from './published-keys.js';
+import type { RevocationLookup } from './revocation-view.js';
 
 /** The claims a capability token carries (see the authority's token sealing). */
 export interface CapabilityTokenClaims {
@@ -33,12 +35,14 @@ export class CapabilityTokenVerifier implements CapabilityVerifier {
   constructor(
     private readonly keys: PublishedKeys,
     private readonly nowMs: () => number,
+    private readonly revocations?: RevocationLookup,
   ) {}
 
   async verify(token: string): Promise<CapabilityPrincipal | Refusal> {
     const claims = this.claimsOf(token);
     if (!claims) return refusal('invalid', 'the capability token does not verify');
     if (claims.expires_at_ms <= this.nowMs()) return refusal('expired', 'the capability token has expired');
+    if (this.revoked(claims)) return refusal('revoked', `capability ${claims.id} was revoked`);
     return {
       kind: 'capability',
       capability_id: claims.id,
@@ -49,6 +53,21 @@ export class CapabilityTokenVerifier implements CapabilityVerifier {
       bound_to_subject_key: claims.bind === 'subject_key',
       token,
     };
+  }
+
+  /**
+   * A revocation names the capability and every descendant, so its own id would do; its parent
+   * and root are asked too, which costs two lookups and covers a descendant whose own entry is
+   * still being written (a large tree is written in rounds, the revoked capability first).
+   */
+  private revoked(claims: CapabilityTokenClaims): boolean {
+    const view = this.revocations;
+    if (!view) return false;
+    return (
+      view.isRevoked(claims.id) ||
+      (claims.parent_id !== undefined && view.isRevoked(claims.parent_id)) ||
+      view.isRevoked(claims.root_id)
+    );
   }
 
   /** The verified claims of a token, or undefined when it is malformed or its signature fails. */

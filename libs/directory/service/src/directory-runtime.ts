@@ -1,8 +1,9 @@
 // What both services start for the trust boundary: the live directory view (tenants,
-// operator keys, signing keys), the published keys, and the authenticator the access guard
-// uses. The authority also gets the directory commands, since only it writes the directory.
+// operator keys, signing keys), the revocation view (ADR 0049), the published keys, and the
+// authenticator the access guard uses. The authority also gets the directory commands, since
+// only it writes the directory.
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import type { TallyNames } from '@tally/contracts';
+import { CAPABILITY_TTL_SECONDS_MAX, type TallyNames } from '@tally/contracts';
 import { Authenticator, knownTenantsOnly, type CapabilityVerifier, type OidcVerifier } from '@tally/platform-auth';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
 import { CapabilityTokenVerifier } from './capability-tokens.js';
@@ -10,6 +11,7 @@ import { DirectoryCommands } from './directory-commands.js';
 import { directoryEventRegistry } from './directory-events.dtos.js';
 import { DirectoryView } from './directory-view.js';
 import { PublishedKeys } from './published-keys.js';
+import { RevocationView } from './revocation-view.js';
 
 /** How long a directory read that found nothing waits for this replica's view to catch up (ADR 0048). */
 export const DIRECTORY_READ_WAIT_MS = 5_000;
@@ -30,6 +32,7 @@ export interface DirectoryRuntimeOptions {
 
 export interface DirectoryRuntime {
   readonly view: DirectoryView;
+  readonly revocations: RevocationView;
   readonly keys: PublishedKeys;
   readonly capabilityTokens: CapabilityTokenVerifier;
   readonly commands: DirectoryCommands;
@@ -54,8 +57,19 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
     onError: o.onError,
   });
   await view.start();
+  const revocations = new RevocationView({
+    js: o.js,
+    jsm: o.jsm,
+    bucket: o.names.revocationsBucket,
+    startTimeoutMs: 30_000,
+    restartDelayMs: 1_000,
+    retainMs: CAPABILITY_TTL_SECONDS_MAX * 1000,
+    nowMs: o.nowMs,
+    onError: o.onError,
+  });
+  await revocations.start();
   const keys = new PublishedKeys(view);
-  const capabilityTokens = new CapabilityTokenVerifier(keys, o.nowMs);
+  const capabilityTokens = new CapabilityTokenVerifier(keys, o.nowMs, revocations);
   const store = new JetStreamEventStore(o.js, o.jsm, {
     stream: o.names.directoryEventsStream,
     registry: directoryEventRegistry(),
@@ -77,6 +91,7 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
   const oidc = o.oidc && knownTenantsOnly(o.oidc, (tenantId) => view.knownTenant(tenantId).then(Boolean));
   return {
     view,
+    revocations,
     keys,
     capabilityTokens,
     commands,
@@ -88,6 +103,9 @@ export async function startDirectory(o: DirectoryRuntimeOptions): Promise<Direct
         capabilities,
         nowMs: o.nowMs,
       }),
-    stop: () => view.stop(),
+    stop: async () => {
+      await revocations.stop();
+      await view.stop();
+    },
   };
 }

@@ -5,3 +5,5 @@ export * from './directory-commands.js';
 export * from './published-keys.js';
 export * from './capability-tokens.js';
 export * from './directory-runtime.js';
+export * from './revocation-view.js';
+export * from './revocation-writer.js';

@@ -30,3 +30,4 @@ export * from './service-metrics.js';
 export * from './tracing.js';
 export * from './openapi-from-dtos.js';
 export * from './webhook-topology.js';
+export * from './revocations-topology.js';

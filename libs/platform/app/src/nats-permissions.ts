@@ -10,6 +10,7 @@ import { kvStreamName } from '@tally/platform-jetstream';
 import { durableNameFor } from '@tally/platform-nest';
 import { serviceInboxPrefix } from './nats-runtime.js';
 import { leaseBucketName, MIGRATIONS_LEASE_KEY, projectorLeaseKey } from './service-database.js';
+import { REVOCATION_RELAY_CONSUMER } from './revocations-topology.js';
 import { DISPATCH_CONSUMER, type TallyService } from './topology.js';
 import { webhookNames } from './webhook-topology.js';
 
@@ -83,6 +84,7 @@ function allBuckets(n: TallyNames): string[] {
     n.idempotencyBucket,
     n.signatureReplayBucket('budget'),
     n.signatureReplayBucket('work'),
+    n.revocationsBucket,
   ];
 }
 
@@ -102,6 +104,11 @@ function streamInfos(n: TallyNames): string[] {
     ...allBuckets(n).map(kvStreamName),
   ];
   return [`${API}.INFO`, ...streams.map((s) => `${API}.STREAM.INFO.${s}`)];
+}
+
+/** Following a bucket's entries as they change, with an ordered consumer on its stream (read only). */
+function followKv(bucket: string): string[] {
+  return orderedConsumers(kvStreamName(bucket), `$KV.${bucket}.>`);
 }
 
 /** A service's projection lease and the migration lock, and no other service's lease. */
@@ -136,6 +143,11 @@ function authority(n: TallyNames): NatsUserPermissions {
         ...kv(n.idempotencyBucket),
         // The signatures spent at the authority's routes (ADR 0011), in its own bucket (ADR 0051).
         ...kv(n.signatureReplayBucket('budget')),
+        // Revocations (ADR 0049): written by key (only by this user), followed by this replica's
+        // view, and relayed from the ledger by one durable consumer of the budget events.
+        ...kv(n.revocationsBucket),
+        ...followKv(n.revocationsBucket),
+        ...durable(n.budgetEventsStream, REVOCATION_RELAY_CONSUMER),
         // Tenant webhooks (ADR 0040): their ledger and outbox, the fan-out's consumer on the
         // budget events and the delivery worker's on the outbox.
         w.eventsWildcard,
@@ -187,6 +199,9 @@ function orchestrator(n: TallyNames): NatsUserPermissions {
         ...kvRead(n.commandRepliesBucket('budget')),
         ...leases(n, service),
         ...kv(n.signatureReplayBucket('work')),
+        // Revocations (ADR 0049) are only followed here, never written: an ordered consumer on
+        // the bucket's stream, filtered to its keys, and the stream's info (streamInfos).
+        ...followKv(n.revocationsBucket),
         // Work submitted over NATS (ADR 0003) is answered on the submitter's inbox, named in a
         // header; never the authority's or the operator's.
         '_INBOX.>',

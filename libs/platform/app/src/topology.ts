@@ -26,6 +26,11 @@ import type { TallyConfig } from './config.schema.js';
 import { idempotencyLimitsOf, streamLimitsOf } from './nats-runtime.js';
 import { leaseBucketSpec } from './projection-lease.js';
 import { leaseBucketName, PROJECTOR_LEASE_TTL_MS } from './service-database.js';
+import {
+  REVOCATION_RELAY_CONSUMER,
+  revocationRelayConsumerSpec,
+  revocationsBucketSpec,
+} from './revocations-topology.js';
 import { signatureReplayBucketSpec } from './signature-replay.js';
 import { webhookConsumerSpecs, webhookNames, webhookStreamSpecs } from './webhook-topology.js';
 
@@ -126,13 +131,20 @@ function bucketsOf(config: TallyConfig, names: TallyNames): KvBucketSpec[] {
     // longest window any allowed skew needs.
     signatureReplayBucketSpec(names, 'budget', replicas),
     signatureReplayBucketSpec(names, 'work', replicas),
+    // Revoked capabilities, refused at the door of every replica (ADR 0049): written by the
+    // authority only, followed by both services (nats-permissions.ts).
+    revocationsBucketSpec(names, replicas),
   ];
 }
 
 /** Everything `tally provision` creates for this config. */
 export function tallyTopology(config: TallyConfig, names: TallyNames): TallyTopology {
   const webhooks = webhookNames(names);
-  const consumers = [commandConsumerSpec(config, names, 'work'), dispatchConsumerSpec(config, names)];
+  const consumers = [
+    commandConsumerSpec(config, names, 'work'),
+    dispatchConsumerSpec(config, names),
+    revocationRelayConsumerSpec(config, names),
+  ];
   // The authority consumes the command stream only while budget commands travel over JetStream (ADR 0025).
   if (config.nats.budget_commands === 'jetstream') consumers.unshift(commandConsumerSpec(config, names, 'budget'));
   // Webhooks are delivered by the replicas that deliver (ADR 0040).
@@ -152,12 +164,18 @@ function usedBy(
   const w = webhookNames(names);
   const shared = [names.budgetEventsStream, names.directoryEventsStream, names.commandsStream, names.deadLetterStream];
   const own = commandServiceOf(service);
-  const buckets = [names.commandRepliesBucket(own), leaseBucketName(names.namespace), names.signatureReplayBucket(own)];
+  const buckets = [
+    names.commandRepliesBucket(own),
+    leaseBucketName(names.namespace),
+    names.signatureReplayBucket(own),
+    // Written by the authority, followed by every replica of both services (ADR 0049).
+    names.revocationsBucket,
+  ];
   return service === 'budget-authority'
     ? {
         streams: [...shared, w.eventsStream, w.outboxStream],
         buckets: [...buckets, names.idempotencyBucket],
-        durables: [durableNameFor('budget'), w.fanoutDurable, w.deliveryDurable],
+        durables: [durableNameFor('budget'), w.fanoutDurable, w.deliveryDurable, REVOCATION_RELAY_CONSUMER],
       }
     : {
         // The budget events are read for the grants an MCP session offers, and the authority's

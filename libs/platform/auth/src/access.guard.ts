@@ -12,6 +12,7 @@ import {
   type SignatureRefusal,
   type SubjectSignatures,
 } from './message-signatures.js';
+import { acceptSignatureOf, SIGNED_COMPONENTS } from './signature-coverage.js';
 import { ANONYMOUS, hasRole, type CapabilityPrincipal, type Principal } from './principal.js';
 
 interface GuardedRequest extends RequestLike, SignedRequest {
@@ -47,7 +48,8 @@ export function signatureRefused(refusal: SignatureRefusal): ProblemException {
     );
   return new ProblemException(401, refusal.code, 'Proof of possession is required', [], refusal.message, {
     'WWW-Authenticate': WWW_AUTHENTICATE,
-    'Accept-Signature': 'sig=("@method" "@path" "content-digest");created;alg="ed25519"',
+    // What this request's signature must cover (ADR 0049), the base when the refusal does not say.
+    'Accept-Signature': acceptSignatureOf(refusal.components ?? SIGNED_COMPONENTS),
   });
 }
 
@@ -97,6 +99,11 @@ export class AccessGuard implements CanActivate {
         [],
         result.message,
       );
+    // Named apart (ADR 0049): a revoked token is refused here, before it reaches the ledger.
+    if (result.refused === 'revoked')
+      throw new ProblemException(401, 'token_revoked', 'The capability was revoked', [], result.message, {
+        'WWW-Authenticate': WWW_AUTHENTICATE,
+      });
     throw unauthorized(result.message);
   }
 }

@@ -7,3 +7,5 @@ export * from './access.guard.js';
 export * from './oidc-verifier.js';
 export * from './message-signatures.js';
 export * from './idempotency-scope.js';
+export * from './signature-coverage.js';
+export * from './subject-signing.js';

@@ -1,23 +1,14 @@
-// Proof of possession for bound capabilities (ADR 0011): an RFC 9421 HTTP Message Signature
-// made with the capability's subject key (Ed25519) over @method, @path and content-digest,
-// with a `created` time within a bounded skew, and never used twice. The signature parsing
-// and the signature base come from the `http-message-signatures` package; this module adds
-// what the package leaves to its caller: the RFC 9530 digest of the body, the skew window,
-// the key (the capability's, never one the request names) and the replay ledger.
-import {
-  createHash,
-  createPublicKey,
-  randomBytes,
-  sign as signEd25519,
-  timingSafeEqual,
-  verify as verifyEd25519,
-  type KeyObject,
-} from 'node:crypto';
+// Proof of possession for bound capabilities (ADR 0011, ADR 0049): an RFC 9421 HTTP Message
+// Signature made with the capability's subject key (Ed25519) over @method, @path,
+// content-digest and whatever else of the request the route reads, with a `created` time
+// within a bounded skew, and never used twice. The signature parsing and the signature base
+// come from the `http-message-signatures` package; this module adds what the package leaves to
+// its caller: the RFC 9530 digest of the body, the skew window, the key (the capability's,
+// never one the request names), the one-member rule and the replay ledger.
+import { createHash, createPublicKey, timingSafeEqual, verify as verifyEd25519, type KeyObject } from 'node:crypto';
 import { SetMetadata } from '@nestjs/common';
 import { httpbis, type SignatureParameters } from 'http-message-signatures';
-
-/** The components every signature must cover. */
-export const SIGNED_COMPONENTS = ['@method', '@path', 'content-digest'] as const;
+import { replayIdOf, requiredComponents, singleSignature, uncovered } from './signature-coverage.js';
 
 const SUBJECT_SIGNED_METADATA = 'tally:subject-signed';
 
@@ -57,6 +48,8 @@ export interface SignatureRefusal {
   readonly code: SignatureRefusalCode;
   /** Safe to show: names what is wrong, never echoes a secret. */
   readonly message: string;
+  /** The components this request's signature must cover, for `Accept-Signature`. */
+  readonly components?: readonly string[];
 }
 
 /**
@@ -145,8 +138,20 @@ export class SubjectSignatures {
     return signatureWindowMs(this.options.skewSeconds);
   }
 
-  /** Undefined when the request is signed by `subjectPublicKey` (base64url raw Ed25519) as ADR 0011 asks. */
+  /** Undefined when the request is signed by `subjectPublicKey` (base64url raw Ed25519) as ADR 0011 and 0049 ask. */
   async verify(req: SignedRequest, subjectPublicKey: string): Promise<SignatureRefusal | undefined> {
+    const target = req.originalUrl ?? req.url ?? '/';
+    const components = requiredComponents(target, req.headers);
+    const refusal = await this.refusalOf(req, target, components, subjectPublicKey);
+    return refusal && { ...refusal, components };
+  }
+
+  private async refusalOf(
+    req: SignedRequest,
+    target: string,
+    components: readonly string[],
+    subjectPublicKey: string,
+  ): Promise<SignatureRefusal | undefined> {
     const signature = header(req, 'signature');
     const input = header(req, 'signature-input');
     if (signature === undefined || input === undefined)
@@ -155,13 +160,20 @@ export class SubjectSignatures {
     if (digest === undefined) return refused('signature_required', 'Content-Digest (RFC 9530) is required');
     if ([signature, input, digest].some((h) => h.length > SIGNATURE_HEADER_MAX))
       return refused('signature_invalid', 'a signature header is too long');
+    // One member each, one label: the package would accept whichever of several verifies last,
+    // and neither the label nor the other members are covered by the signature.
+    const single = singleSignature(signature, input);
+    if (typeof single === 'string') return refused('signature_invalid', single);
+    const missing = uncovered(components, single.covered);
+    if (missing.length > 0) return refused('signature_invalid', `the signature must cover ${missing.join(', ')}`);
     const digestRefusal = checkDigest(digest, req.rawBody ?? Buffer.alloc(0));
     if (digestRefusal) return digestRefusal;
     const key = this.keyOf(subjectPublicKey);
     if (!key) return refused('signature_invalid', 'the capability names no usable subject key');
-    const checked = await this.checkSignature(req, input, key);
+    const checked = await this.checkSignature(req, target, components, key);
     if (checked !== undefined) return checked;
-    const first = await this.options.replay.firstUse(replayId(signature), this.nowMs() + this.windowMs);
+    // Keyed on the signature's bytes: relabelling it or adding members never makes it new.
+    const first = await this.options.replay.firstUse(replayIdOf(single.bytes), this.nowMs() + this.windowMs);
     if (first === 'unavailable')
       return refused('signatures_unavailable', 'signatures cannot be checked for replay now');
     if (!first) return refused('signature_replayed', 'this signature was already used: sign each request anew');
@@ -170,12 +182,10 @@ export class SubjectSignatures {
 
   private async checkSignature(
     req: SignedRequest,
-    input: string,
+    target: string,
+    components: readonly string[],
     key: KeyObject,
   ): Promise<SignatureRefusal | undefined> {
-    // One signature per request: with several, the package would accept whichever verifies last.
-    if (input.split(',').filter((part) => /^\s*[A-Za-z*][A-Za-z0-9_.*-]*=\(/.test(part)).length !== 1)
-      return refused('signature_invalid', 'exactly one signature is expected');
     let skew: SignatureRefusal | undefined;
     const keyLookup = async (params: SignatureParameters) => {
       skew = this.skewOf(params);
@@ -185,19 +195,20 @@ export class SubjectSignatures {
         verify: async (data: Buffer, sig: Buffer) => verifyEd25519(null, data, key, sig),
       };
     };
-    const path = req.originalUrl ?? req.url ?? '/';
     let verified: boolean | null;
     try {
       verified = await httpbis.verifyMessage(
         {
           keyLookup,
           requiredParams: ['created'],
-          requiredFields: [...SIGNED_COMPONENTS],
+          // Everything the route reads, so a captured request cannot be replayed with another
+          // query, Idempotency-Key, fallback list or session (ADR 0049).
+          requiredFields: [...components],
           // The skew is checked in keyLookup, both ways, against this replica's clock.
           tolerance: this.options.skewSeconds,
           notAfter: Math.floor(this.nowMs() / 1000) + this.options.skewSeconds,
         },
-        { method: req.method, url: new URL(path, 'http://tally.invalid'), headers: plainHeaders(req) },
+        { method: req.method, url: new URL(target, 'http://tally.invalid'), headers: plainHeaders(req) },
       );
     } catch (error) {
       return refused('signature_invalid', `the signature does not verify: ${(error as Error).message}`);
@@ -267,11 +278,6 @@ export function contentDigestOf(body: Buffer | string): string {
   return `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
 }
 
-/** The ledger's id of a signature: a digest of the signature header, never the header itself. */
-function replayId(signature: string): string {
-  return createHash('sha256').update(signature.trim()).digest('base64url');
-}
-
 function header(req: SignedRequest, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
@@ -285,44 +291,4 @@ function plainHeaders(req: SignedRequest): Record<string, string | string[]> {
 
 function refused(code: SignatureRefusalCode, message: string): SignatureRefusal {
   return { code, message };
-}
-
-export interface SigningInput {
-  readonly method: string;
-  /** Path and query, as the server will see them. */
-  readonly path: string;
-  readonly body?: Buffer | string;
-  /** The subject's Ed25519 private key. */
-  readonly privateKey: KeyObject;
-  readonly keyId?: string;
-  /** Defaults to now; tests move it to prove the skew bound. */
-  readonly createdMs?: number;
-}
-
-/**
- * The headers a client adds to sign a request as ADR 0011 asks: Content-Digest of the
- * body, and Signature / Signature-Input covering @method, @path and content-digest with
- * `created` and a random nonce (two identical requests in one second still differ).
- */
-export async function subjectSignatureHeaders(input: SigningInput): Promise<Record<string, string>> {
-  const digest = contentDigestOf(input.body ?? '');
-  const headers: Record<string, string> = { 'content-digest': digest };
-  const signed = await httpbis.signMessage(
-    {
-      key: {
-        id: input.keyId ?? 'subject',
-        alg: 'ed25519',
-        sign: async (data: Buffer) => signEd25519(null, data, input.privateKey),
-      },
-      fields: [...SIGNED_COMPONENTS],
-      params: ['created', 'keyid', 'alg', 'nonce'],
-      paramValues: {
-        created: new Date(input.createdMs ?? Date.now()),
-        nonce: randomBytes(12).toString('base64url'),
-      },
-    },
-    { method: input.method, url: new URL(input.path, 'http://tally.invalid'), headers },
-  );
-  // Lower-case names, as Node and Express present headers to the server.
-  return Object.fromEntries(Object.entries(signed.headers).map(([name, value]) => [name.toLowerCase(), String(value)]));
 }

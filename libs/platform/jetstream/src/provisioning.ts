@@ -46,6 +46,8 @@ export interface ConsumerSpec {
   readonly ackPendingMax: number;
   /** Where a new consumer starts; ignored once it exists. */
   readonly startSequence?: number;
+  /** Deliver each message's headers only (the consumer reads a body it needs by direct get). */
+  readonly headersOnly?: boolean;
 }
 
 export class StreamConfigConflict extends Error {
@@ -198,6 +200,7 @@ export function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {
     max_deliver: spec.deliveriesMax,
     max_ack_pending: spec.ackPendingMax,
     replay_policy: ReplayPolicy.Instant,
+    ...(spec.headersOnly ? { headers_only: true } : {}),
     ...start,
   };
 }
