@@ -12,11 +12,14 @@ const MODEL = 'bench-model';
 /** Every reply reports this usage: 7 input tokens at 1,000,000/Mtok + 60 output at 2,000,000/Mtok = 127 units. */
 const USAGE = { input_tokens: 7, output_tokens: 60 };
 const REALIZED_UNITS = 127;
-/** The hold: ceil(("user" + "hello") 9 chars / 4) + 4 framing = 7 prompt tokens → 7 units, + 64 max_tokens × 2 = 128 units. */
-const WORST_CASE_UNITS = 135;
+/**
+ * The hold (ADR 0042): the prompt's bound is its 9 UTF-8 bytes ("user" + "hello") + 8 framing tokens for the
+ * message + 8 for the reply's priming = 25 prompt tokens → 25 units, + 64 max_tokens × 2 = 128 units.
+ */
+const WORST_CASE_UNITS = 153;
 /** Room for three worst-case holds at once, no more. */
 const GRANT_TOTAL_UNITS = 3 * WORST_CASE_UNITS;
-/** Sequential units before the first refusal: admitted while 127·n + 135 ≤ 405, i.e. n = 0, 1, 2. */
+/** Sequential units before the first refusal: admitted while 127·n + 153 ≤ 459, i.e. n = 0, 1, 2. */
 const ADMITTED_UNITS = 3;
 /** A bound on the run, well past the point where the grant must be exhausted. */
 const UNITS_MAX = 10;

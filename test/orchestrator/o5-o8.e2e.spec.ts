@@ -20,15 +20,11 @@ describe('agent-orchestrator O5 retries and O8 providers over HTTP', () => {
       { kind: 'stream', chunks: ['after wait'] },
     ]);
     const body = workBody({ route: [{ provider: 'scripted', model: 'slow-model' }] });
-    const started = Date.now();
     expect((await h.post('/v1/work', body)).status).toBe(202);
-    let firstCallAt = 0;
-    await h.eventually('the first call', async () =>
-      h.calls('slow-model') >= 1 ? (firstCallAt = Date.now()) : undefined,
-    );
     await h.eventually('the second call', async () => (h.calls('slow-model') >= 2 ? true : undefined));
-    expect(Date.now() - firstCallAt).toBeGreaterThanOrEqual(900);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    // Measured where the calls arrive: polling for them would see the first one late on a busy machine.
+    const [first, second] = h.provider().requests.filter((r) => r.model === 'slow-model');
+    expect(second!.receivedAtMs - first!.receivedAtMs).toBeGreaterThanOrEqual(950);
     expect(await h.terminal(body['work_id'] as string)).toMatchObject({ status: 'completed', output: 'after wait' });
     const attempts = await attemptsOf(body['work_id'] as string);
     expect(attempts.map((a) => [a['reason'], a['domain'], a['settlement']])).toEqual([

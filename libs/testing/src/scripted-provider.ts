@@ -69,6 +69,8 @@ export interface ScriptedRequest {
   body: Record<string, unknown>;
   /** The client's port: equal ports on successive requests mean a reused keep-alive connection. */
   remotePort: number | undefined;
+  /** When the request's body was read, by this server's clock: waits between calls are measured here, not by polling. */
+  receivedAtMs: number;
 }
 
 const DEFAULT_USAGE: ScriptedUsage = { input_tokens: 5, output_tokens: 3 };
@@ -180,7 +182,14 @@ export class ScriptedProvider {
       if (!body || typeof body['model'] !== 'string')
         return void res.writeHead(400).end('{"error":{"message":"model required"}}');
       const model = body['model'];
-      this.seen.push({ api, model, headers: req.headers, body, remotePort: req.socket.remotePort });
+      this.seen.push({
+        api,
+        model,
+        headers: req.headers,
+        body,
+        remotePort: req.socket.remotePort,
+        receivedAtMs: Date.now(),
+      });
       if (this.gate) await this.gate.promise;
       await this.play(this.nextStep(model), api, model, res);
     } catch {
