@@ -158,7 +158,7 @@ describe('tenant webhooks (issue 11)', () => {
     expect(JSON.stringify(recorded)).not.toContain('a body Tally must not keep');
     // The tries are counted in the delivery series of the replicas that made them.
     const metrics = (
-      await Promise.all(stack.processes.map(async (p) => (await fetch(`${p.url}/metrics`)).text()))
+      await Promise.all(stack.processes.map(async (p) => (await fetch(`${p.metricsUrl}/metrics`)).text()))
     ).join('\n');
     expect(sumOf(metrics, 'tally_webhook_deliveries_total', 'outcome="delivered"')).toBeGreaterThanOrEqual(1);
     expect(sumOf(metrics, 'tally_webhook_delivery_failures_total', 'reason="status_5xx"')).toBeGreaterThanOrEqual(1);
