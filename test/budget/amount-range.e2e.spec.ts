@@ -159,7 +159,7 @@ describe('ADR 0044 amounts on every boundary', () => {
         (u) => u['exposed_cost_units'] === MAX,
       );
     }
-    const metrics = await fetch(`${stack.url}/metrics`);
+    const metrics = await fetch(`${stack.metricsUrl}/metrics`);
     expect(metrics.status).toBe(200);
     const line = (await metrics.text()).split('\n').find((l) => l.startsWith('tally_exposure_units{currency="EUR"}'));
     expect(Number(line?.split(' ')[1])).toBeGreaterThan(1.8e19);

@@ -40,7 +40,7 @@ const resolved = (capId: string) =>
 
 /** tally_holds_settlement_overdue as the authority's /metrics shows it. */
 async function overdueHolds(): Promise<number> {
-  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const text = await (await fetch(`${stack.metricsUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('tally_holds_settlement_overdue '));
   return line === undefined ? Number.NaN : Number(line.split(' ')[1]);
 }

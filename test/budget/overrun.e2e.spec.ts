@@ -43,7 +43,7 @@ const settleBody = (holdId: string, cost: number, currency: string) => ({
 });
 
 async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const text = await (await fetch(`${stack.metricsUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }

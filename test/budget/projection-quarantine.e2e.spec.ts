@@ -98,10 +98,10 @@ describe('ADR 0045: one event that cannot be projected stops only its own budget
   });
 
   it('ADR 0045 the metric, /readyz and `tally projections status` show each quarantined tree with its reason and never its content', async () => {
-    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    const metrics = await (await fetch(`${stack.metricsUrl}/metrics`)).text();
     expect(metrics).toMatch(/^tally_projection_quarantined_aggregates\{projection="budget-ledger"\} 2$/m);
     expect(metrics).toMatch(/^tally_projection_quarantined_events\{projection="budget-ledger"\} 2$/m);
-    const ready = (await (await fetch(`${stack.url}/readyz`)).json()) as Json;
+    const ready = (await (await fetch(`${stack.metricsUrl}/readyz`)).json()) as Json;
     expect(ready['status']).toBe('degraded');
     expect(ready['degraded']).toContain(
       'projection budget-ledger has 2 quarantined aggregate(s): tally projections status',
@@ -143,7 +143,7 @@ describe('ADR 0045: one event that cannot be projected stops only its own budget
     expect((await stack.http('GET', `/v1/capabilities/${refusedTree['id']}/usage`)).status).toBe(200);
     expect((await stack.http('GET', `/v1/capabilities/${overflowTree['id']}/usage`)).status).toBe(503);
     const metrics = await eventually(
-      async () => (await fetch(`${stack.url}/metrics`)).text(),
+      async () => (await fetch(`${stack.metricsUrl}/metrics`)).text(),
       (text) => /^tally_projection_quarantined_aggregates\{projection="budget-ledger"\} 1$/m.test(text),
       30_000,
       'one quarantined tree in the metric',

@@ -17,7 +17,7 @@ const ADMITS = 60;
 const COST = 10;
 
 async function readiness(): Promise<{ status: number; projections: Json }> {
-  const res = await fetch(`${stack.url}/readyz`);
+  const res = await fetch(`${stack.metricsUrl}/readyz`);
   const body = (await res.json()) as Json;
   return { status: res.status, projections: body['checks']['projections'] };
 }

@@ -52,7 +52,7 @@ const ambiguities = async (cap: Json) =>
   (await stack.ok('GET', `/v1/capabilities/${cap['id']}/ambiguities`))['ambiguities'] as Json[];
 
 async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const text = await (await fetch(`${stack.metricsUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? Number.NaN : Number(line.split(' ').at(-1));
 }

@@ -124,7 +124,7 @@ describe('tenant webhooks (issue 11)', () => {
     await receiver.stop();
     await eventually(
       () => attempts(id),
-      (a) => a.some((x) => String(x['error']).startsWith('connection failed')),
+      (a) => a.some((x) => x['error'] === 'connection_refused'),
       60_000,
       'a refused call',
     );
@@ -152,13 +152,13 @@ describe('tenant webhooks (issue 11)', () => {
     // Attempts are numbered 1, 2, 3 … with no number twice: one replica made each call.
     expect(recorded.map((a) => a['attempt'])).toEqual(recorded.map((_, i) => i + 1));
     expect(recorded[0]).toMatchObject({ outcome: 'failed', status: 500, endpoint_id: hook['id'] });
-    expect(recorded[1]).toMatchObject({ outcome: 'failed', error: 'timeout after 1500 ms' });
+    expect(recorded[1]).toMatchObject({ outcome: 'failed', error: 'timeout' });
     expect(recorded.at(-1)).toMatchObject({ outcome: 'delivered', status: 204 });
     expect(recorded.slice(0, -1).every((a) => a['retry_in_ms'] > 0)).toBe(true);
     expect(JSON.stringify(recorded)).not.toContain('a body Tally must not keep');
     // The tries are counted in the delivery series of the replicas that made them.
     const metrics = (
-      await Promise.all(stack.processes.map(async (p) => (await fetch(`${p.url}/metrics`)).text()))
+      await Promise.all(stack.processes.map(async (p) => (await fetch(`${p.metricsUrl}/metrics`)).text()))
     ).join('\n');
     expect(sumOf(metrics, 'tally_webhook_deliveries_total', 'outcome="delivered"')).toBeGreaterThanOrEqual(1);
     expect(sumOf(metrics, 'tally_webhook_delivery_failures_total', 'reason="status_5xx"')).toBeGreaterThanOrEqual(1);
@@ -190,12 +190,12 @@ describe('tenant webhooks (issue 11)', () => {
     expect(byEndpoint.get(down['id'])).toMatchObject({
       reason: 'attempts_exhausted',
       attempts: 5,
-      last_error: 'status 500',
+      last_error: 'http_5xx',
     });
     expect(byEndpoint.get(moved['id'])).toMatchObject({
       reason: 'attempts_exhausted',
       attempts: 5,
-      last_error: 'redirect 302 not followed',
+      last_error: 'redirect',
     });
     expect(JSON.parse(byEndpoint.get(down['id'])!['body'] as string)).toMatchObject({
       type: 'budget.exhausted',

@@ -239,7 +239,7 @@ async function tally(args: string[], env: Record<string, string>): Promise<{ cod
 
 /** The NATS durability report of an authority's /readyz. */
 async function durability(): Promise<{ streams: Json[]; degraded: string[]; report: Json }> {
-  const res = await fetch(`${h.authorities.find((p) => p.exited === null)!.url}/readyz`, {
+  const res = await fetch(`${h.authorities.find((p) => p.exited === null)!.metricsUrl}/readyz`, {
     signal: AbortSignal.timeout(10_000),
   });
   const body = (await res.json()) as Json;

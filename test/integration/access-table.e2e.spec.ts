@@ -70,6 +70,8 @@ interface Variant {
 
 //                                none garb exp  del  role othT ownT adm  cap  othC
 const PUBLIC = /*             */ '200  200  200  200  200  200  200  200  200  200';
+/** /readyz (ADR 0053): a probe gets its status and anyone may ask, but a credential that does not verify is refused. */
+const READINESS = /*          */ '200  401  401  401  200  200  200  200  200  200';
 const ADMIN_ONLY = /*         */ '401  401  401  401  403  403  403  200  403  403';
 const CAPABILITY_READ = /*    */ '401  401  401  401  200  404  200  200  200  404';
 /** A tenant's own resource for its readers: another tenant's is a 404, a capability token is refused. */
@@ -114,12 +116,10 @@ const mcpInitialize = {
 const EXPECTED: Record<string, readonly Variant[]> = {
   // Both services: the host's routes.
   'authority GET /healthz': [{ request: () => ({ path: '/healthz' }), statuses: PUBLIC }],
-  'authority GET /readyz': [{ request: () => ({ path: '/readyz' }), statuses: PUBLIC }],
-  'authority GET /metrics': [{ request: () => ({ path: '/metrics' }), statuses: PUBLIC }],
+  'authority GET /readyz': [{ request: () => ({ path: '/readyz' }), statuses: READINESS }],
   'authority GET /openapi.json': [{ request: () => ({ path: '/openapi.json' }), statuses: PUBLIC }],
   'orchestrator GET /healthz': [{ request: () => ({ path: '/healthz' }), statuses: PUBLIC }],
-  'orchestrator GET /readyz': [{ request: () => ({ path: '/readyz' }), statuses: PUBLIC }],
-  'orchestrator GET /metrics': [{ request: () => ({ path: '/metrics' }), statuses: PUBLIC }],
+  'orchestrator GET /readyz': [{ request: () => ({ path: '/readyz' }), statuses: READINESS }],
   'orchestrator GET /openapi.json': [{ request: () => ({ path: '/openapi.json' }), statuses: PUBLIC }],
 
   // budget-authority

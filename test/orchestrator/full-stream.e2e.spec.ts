@@ -54,14 +54,14 @@ describe('a full ledger stream', () => {
 
     // Readiness reads the streams at most once a second, so the report may trail the last write by that much.
     const readiness = await h.eventually('readiness to turn degraded', async () => {
-      const res = await fetch(`${h.url}/readyz`);
+      const res = await fetch(`${h.metricsUrl}/readyz`);
       const body = (await res.json()) as { status: string; degraded: string[] };
       return res.status === 200 && body.status === 'degraded' ? body : undefined;
     });
     expect(readiness.degraded).toEqual([
       expect.stringMatching(new RegExp(`stream ${names.workEventsStream} is \\d+% full`)),
     ]);
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const metrics = await (await fetch(`${h.metricsUrl}/metrics`)).text();
     const ratio = new RegExp(`tally_stream_fullness_ratio\\{stream="${names.workEventsStream}"\\} ([0-9.]+)`).exec(
       metrics,
     );

@@ -229,6 +229,13 @@ export class OrchestratorHarness {
     return alive.url;
   }
 
+  /** The metrics port of the same replica as `url` (ADR 0053). */
+  get metricsUrl(): string {
+    const alive = this.processes.find((p) => p.exited === null);
+    if (!alive) throw new Error('no orchestrator process is running');
+    return alive.metricsUrl;
+  }
+
   /**
    * A capability token of the default tenant for suites without an authority: sealed by a
    * signing key this harness registers in the namespace's directory (see test/support/auth.ts).

@@ -96,7 +96,7 @@ describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot'
     const svc = await ServiceProcess.start({ service, env: env() });
     running.push(svc);
     expect(await (await fetch(`${svc.url}/healthz`)).json()).toEqual({ status: 'ok' });
-    const ready = (await (await fetch(`${svc.url}/readyz`)).json()) as {
+    const ready = (await (await fetch(`${svc.metricsUrl}/readyz`)).json()) as {
       status: string;
       checks: Record<string, { ok: boolean; details: Record<string, unknown> }>;
     };
@@ -110,7 +110,7 @@ describe.each<ServiceName>(['budget-authority', 'agent-orchestrator'])('%s boot'
     expect(durability.server_version).toMatch(/^\d+\.\d+\.\d+/);
     expect(typeof durability.acks_backed_by_fsync).toBe('boolean');
     expect(durability.streams.length).toBeGreaterThanOrEqual(5);
-    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+    const metrics = await (await fetch(`${svc.metricsUrl}/metrics`)).text();
     expect(metrics).toContain('process_cpu_user_seconds_total');
     const openapi = (await (await fetch(`${svc.url}/openapi.json`)).json()) as { openapi: string };
     expect(openapi.openapi).toMatch(/^3\./);

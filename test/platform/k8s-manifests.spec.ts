@@ -1,11 +1,13 @@
 // Proves issue 9 item 9: every manifest in deploy/k8s validates against the Kubernetes and KEDA
 // schemas; every pod runs non-root with a read-only root filesystem, no privilege escalation and
-// no capabilities; images are pinned to the release version or a digest; and the NetworkPolicies
-// let in only what must reach each service and NATS.
+// no capabilities; images are pinned to the release version or a digest; the NetworkPolicies
+// let in only what must reach each service and NATS, the metrics ports only from Prometheus
+// (ADR 0053); and the config the pods read is valid, with webhooks to loopback off.
 import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { validateConfig } from '@tally/platform-app';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -90,10 +92,13 @@ function allowedPeers(policies: Json[], labels: Json, port: number): string[] {
       if (ports.length > 0 && !ports.some((p) => p['port'] === port)) continue;
       const from = (rule['from'] ?? [{ anywhere: true }]) as Json[];
       for (const peer of from) {
-        if (peer['anywhere']) peers.add('anywhere');
-        else if (peer['namespaceSelector'])
-          peers.add(`namespace:${peer['namespaceSelector']['matchLabels']['kubernetes.io/metadata.name']}`);
-        else peers.add(`pods:${peer['podSelector']['matchLabels']['app.kubernetes.io/name']}`);
+        // A peer with both selectors admits only those pods of those namespaces (an AND).
+        const parts: string[] = [];
+        if (peer['anywhere']) parts.push('anywhere');
+        if (peer['namespaceSelector'])
+          parts.push(`namespace:${peer['namespaceSelector']['matchLabels']['kubernetes.io/metadata.name']}`);
+        if (peer['podSelector']) parts.push(`pods:${peer['podSelector']['matchLabels']['app.kubernetes.io/name']}`);
+        peers.add(parts.join('/'));
       }
     }
   }
@@ -179,7 +184,7 @@ describe('issue 9 item 9: Kubernetes manifests', () => {
     }
   });
 
-  it('9.9 NetworkPolicies let in only the ingress, the other service and Prometheus on each HTTP port, and only Tally on NATS', () => {
+  it('9.9 NetworkPolicies let in only the ingress and the other service on each HTTP port, only Prometheus on each metrics port (ADR 0053), and only Tally on NATS', () => {
     const policies = all.filter((m) => m.object['kind'] === 'NetworkPolicy').map((m) => m.object);
     const denyAll = policies.find(
       (p) =>
@@ -189,13 +194,16 @@ describe('issue 9 item 9: Kubernetes manifests', () => {
     );
     expect(denyAll).toBeDefined();
     const labels = (name: string) => ({ 'app.kubernetes.io/name': name, 'app.kubernetes.io/part-of': 'tally' });
-    const http = ['namespace:ingress-nginx', 'namespace:monitoring'];
+    const http = ['namespace:ingress-nginx'];
     expect(allowedPeers(policies, labels('budget-authority'), 7401)).toEqual(
       [...http, 'pods:agent-orchestrator'].sort(),
     );
     expect(allowedPeers(policies, labels('agent-orchestrator'), 7402)).toEqual(
       [...http, 'pods:budget-authority'].sort(),
     );
+    const scraper = ['namespace:monitoring/pods:prometheus'];
+    expect(allowedPeers(policies, labels('budget-authority'), 9464)).toEqual(scraper);
+    expect(allowedPeers(policies, labels('agent-orchestrator'), 9465)).toEqual(scraper);
     const nats = { 'app.kubernetes.io/name': 'nats' };
     expect(allowedPeers(policies, nats, 4222)).toEqual([
       'pods:agent-orchestrator',
@@ -209,6 +217,28 @@ describe('issue 9 item 9: Kubernetes manifests', () => {
     expect(allowedPeers(policies, labels('tally-migrate'), 7401)).toEqual([]);
     // Every Tally pod is covered by the policies (the deny-all at least).
     for (const pod of pods(all)) expect(policies.some((p) => matches(p['spec']['podSelector'], pod.labels))).toBe(true);
+  });
+
+  it('ADR 0053 each service declares its metrics port as configured, Prometheus is pointed at it, and the config turns webhooks to loopback off', () => {
+    const configMap = all.find(
+      (m) => m.object['kind'] === 'ConfigMap' && m.object['metadata']['name'] === 'tally-config',
+    );
+    const config = validateConfig(parse(configMap!.object['data']['tally.yaml']) as Json);
+    expect(config.webhooks.allow_http_loopback).toBe(false);
+    const wanted: Record<string, number> = {
+      'Deployment/budget-authority': config.authority.metrics_port,
+      'Deployment/agent-orchestrator': config.orchestrator.metrics_port,
+    };
+    for (const pod of pods(all).filter((p) => p.name in wanted)) {
+      const template = all.find((m) => `${m.object['kind']}/${m.object['metadata']['name']}` === pod.name)!.object;
+      const annotations = template['spec']['template']['metadata']['annotations'] as Json;
+      const ports = containersOf(pod.spec).flatMap((c) => (c['ports'] ?? []) as Json[]);
+      expect({
+        pod: pod.name,
+        metrics: ports.find((p) => p['name'] === 'metrics')?.['containerPort'],
+        scraped: Number(annotations['prometheus.io/port']),
+      }).toEqual({ pod: pod.name, metrics: wanted[pod.name], scraped: wanted[pod.name] });
+    }
   });
 
   it('9.9 selectors agree: each Service, PodDisruptionBudget and ScaledObject points at pods or a Deployment that exist', () => {

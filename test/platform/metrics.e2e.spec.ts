@@ -83,7 +83,7 @@ describe('Issue 12: metrics operators alert on', () => {
 
   it('Issue 12: the authority exports admissions by verdict and reason, Admit latency, holds, exposure and committed cost by currency, ambiguities, expiry, resolutions, dead letters, projection lag and the webhook series', async () => {
     const { samples, text } = await h.eventually('the authority metrics after the traffic', async () => {
-      const scraped = await scrape(h.authority!.url);
+      const scraped = await scrape(h.authority!.metricsUrl);
       const committed = value(scraped.samples, 'tally_committed_cost_units', { currency: 'USD' });
       const dead = value(scraped.samples, 'tally_dead_letters_total', { reason: 'validation_failed' });
       const lag = series(scraped.samples, 'tally_projection_lag_events');
@@ -123,7 +123,7 @@ describe('Issue 12: metrics operators alert on', () => {
 
   it('Issue 12: the orchestrator exports dispatch attempts by domain and settlement, provider latency, time to first token, work-queue lag and projection lag', async () => {
     const { samples } = await h.eventually('the orchestrator metrics after the traffic', async () => {
-      const scraped = await scrape(h.url);
+      const scraped = await scrape(h.metricsUrl);
       const lag = series(scraped.samples, 'tally_projection_lag_events');
       return lag.length > 0 && lag.every((s) => s.value === 0) ? scraped : undefined;
     });
@@ -149,14 +149,14 @@ describe('Issue 12: metrics operators alert on', () => {
       unknown
     >[];
     const sum = (field: string) => usage.reduce((n, g) => n + Number(g[field] ?? 0), 0);
-    const { samples } = await scrape(h.authority!.url);
+    const { samples } = await scrape(h.authority!.metricsUrl);
     expect(value(samples, 'tally_committed_cost_units', { currency: 'USD' })).toBe(sum('committed_cost_units'));
     expect(value(samples, 'tally_exposure_units', { currency: 'USD' })).toBe(sum('exposed_cost_units'));
   });
 
   it('Issue 12: every series the PrometheusRule and the Grafana dashboard read is one the services export', async () => {
     const declared = new Set<string>();
-    for (const url of [h.authority!.url, h.url])
+    for (const url of [h.authority!.metricsUrl, h.metricsUrl])
       for (const m of (await scrape(url)).text.matchAll(/^# TYPE (\S+) /gm)) declared.add(m[1]!);
     const read = new Set([...ruleExpressions(), ...dashboardExpressions()].flatMap(seriesOf));
     expect(read.size).toBeGreaterThan(15);

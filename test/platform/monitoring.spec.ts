@@ -2,11 +2,12 @@
 // prometheus-operator accepts (no schema package for its CRDs is installed, so the
 // structure is checked here: kind, groups, and every rule with an alert name, an
 // expression with balanced brackets, a severity and a summary) and covers the alerts an
-// SRE needs; the Grafana dashboard is JSON whose panels all query Prometheus.
+// SRE needs; the Grafana dashboard is JSON whose panels all query Prometheus; the PodMonitor
+// scrapes both services on the port named metrics that their Deployments declare (ADR 0053).
 // That every series they name is exported is proven against running services in metrics.e2e.spec.ts.
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { dashboardExpressions, DASHBOARD_FILE, RULE_FILE, seriesOf } from './monitoring-files.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -88,5 +89,27 @@ describe('Issue 12: the PrometheusRule and the Grafana dashboard', () => {
       'tally_webhook_delivery_failures_total',
     ])
       expect(read).toContain(series);
+  });
+
+  it('ADR 0053 the PodMonitor scrapes /metrics on the port named metrics, which both services declare, and nothing on the API ports', () => {
+    const monitor = parse(readFileSync('deploy/monitoring/pod-monitor.yaml', 'utf8')) as Json;
+    expect(monitor['apiVersion']).toBe('monitoring.coreos.com/v1');
+    expect(monitor['kind']).toBe('PodMonitor');
+    expect(monitor['spec']['podMetricsEndpoints']).toEqual([
+      expect.objectContaining({ port: 'metrics', path: '/metrics' }),
+    ]);
+    const names = (monitor['spec']['selector']['matchExpressions'] as Json[]).find(
+      (e) => e['key'] === 'app.kubernetes.io/name',
+    )!['values'] as string[];
+    expect(names.sort()).toEqual(['agent-orchestrator', 'budget-authority']);
+    for (const name of names) {
+      const deployment = parseAllDocuments(readFileSync(`deploy/k8s/${name}.yaml`, 'utf8'))
+        .map((d) => d.toJS() as Json)
+        .find((o) => o['kind'] === 'Deployment')!;
+      const template = deployment['spec']['template'];
+      expect(template['metadata']['labels']).toMatchObject(monitor['spec']['selector']['matchLabels']);
+      const ports = (template['spec']['containers'] as Json[]).flatMap((c) => c['ports'] as Json[]);
+      expect(ports.map((p) => p['name']).sort()).toEqual(['http', 'metrics']);
+    }
   });
 });

@@ -34,14 +34,14 @@ describe('NATS credentials stay secret', () => {
     });
     const svc = await ServiceProcess.start({ service: 'budget-authority', env: env(SECRET), readyTimeoutMs: 120_000 });
     running.push(svc);
-    const ready = await (await fetch(`${svc.url}/readyz`)).text();
+    const ready = await (await fetch(`${svc.metricsUrl}/readyz`)).text();
     const checks = (JSON.parse(ready) as { checks: Record<string, { ok: boolean; details: Record<string, unknown> }> })
       .checks;
     expect(checks['nats']!.details['servers']).toEqual([`nats://127.0.0.1:${server.port}`]);
     expect(checks['nats']!.details['login']).toBe('user');
     // The projection thread has its own connection: it is up only if it logged in too.
     expect(checks['projections']!.ok).toBe(true);
-    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+    const metrics = await (await fetch(`${svc.metricsUrl}/metrics`)).text();
     for (const text of [ready, metrics, svc.logs()]) expect(text).not.toContain(SECRET);
 
     const refused = await ServiceProcess.start({

@@ -41,7 +41,7 @@ const SERVICES: Record<string, readonly Constructor[]> = {
   'agent-orchestrator': [...ORCHESTRATOR_CONTROLLERS] as Constructor[],
 };
 /** Mounted by the service host for both services. */
-const HOST_ROUTES = ['get /healthz', 'get /readyz', 'get /metrics', 'get /openapi.json'];
+const HOST_ROUTES = ['get /healthz', 'get /readyz', 'get /openapi.json'];
 
 const openapiPath = (path: string) => `/${path.replace(/^\/+/, '')}`.replace(/:([A-Za-z_]+)/g, '{$1}');
 

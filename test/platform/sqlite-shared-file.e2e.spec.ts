@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(() => h.dispose(), 60_000);
 
 async function projections(url: string): Promise<Json> {
-  const res = await fetch(`${url}/readyz`);
+  const res = await fetch(`${url}/readyz`, { headers: adminHeaders() });
   const body = (await res.json()) as { checks: Record<string, { ok: boolean; details?: Json }> };
   return { ok: body.checks['projections']!.ok, ...body.checks['projections']!.details };
 }

@@ -50,6 +50,7 @@ describe('tally up', () => {
     const namespace = uniqueNamespace('up');
     const dir = mkdtempSync(join(tmpdir(), 'tally-up-'));
     const [authorityPort, orchestratorPort] = [await freePort(), await freePort()];
+    const [authorityMetricsPort, orchestratorMetricsPort] = [await freePort(), await freePort()];
     const up = runUp({
       NATS_URL: `nats://127.0.0.1:${natsPort}`,
       TALLY_NAMESPACE: namespace,
@@ -60,6 +61,8 @@ describe('tally up', () => {
       TALLY__STREAMS__DEAD_LETTER_MAX_BYTES: String(64 * 1024 * 1024),
       AUTHORITY_HTTP_PORT: String(authorityPort),
       ORCHESTRATOR_HTTP_PORT: String(orchestratorPort),
+      AUTHORITY_METRICS_PORT: String(authorityMetricsPort),
+      ORCHESTRATOR_METRICS_PORT: String(orchestratorMetricsPort),
       LOG_LEVEL: 'warn',
       DATABASE_URL: '',
     });
@@ -67,6 +70,8 @@ describe('tally up', () => {
     expect(up.output()).toContain(`started nats-server with JetStream on nats://127.0.0.1:${natsPort}`);
     expect(up.output()).toContain(`http://127.0.0.1:${authorityPort}`);
     expect(up.output()).toContain(`http://127.0.0.1:${orchestratorPort}`);
+    expect(up.output()).toContain(`http://127.0.0.1:${authorityMetricsPort}/metrics`);
+    expect(up.output()).toContain(`http://127.0.0.1:${orchestratorMetricsPort}/metrics`);
     expect((await fetch(`http://127.0.0.1:${authorityPort}/readyz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${orchestratorPort}/readyz`)).status).toBe(200);
     // No TALLY_ADMIN_KEY: a local admin key was made under the data dir, 0600, and is never printed.

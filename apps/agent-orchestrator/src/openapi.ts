@@ -210,14 +210,9 @@ export const orchestratorOpenApi: Record<string, unknown> = {
     '/readyz': {
       get: {
         operationId: 'readyz',
-        responses: { '200': { description: 'Ready, with the durability report' }, '503': { description: 'Not ready' } },
-      },
-    },
-    '/metrics': {
-      get: {
-        operationId: 'metrics',
         responses: {
-          '200': { description: 'Prometheus metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '200': { description: 'Ready: {status}; with an operator key, the durability report too' },
+          '503': { description: 'Not ready' },
         },
       },
     },

@@ -72,6 +72,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
   return {
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
+    metricsPort: config.orchestrator.metrics_port,
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: orchestratorOpenApi,
     access: async (ctx) => {

@@ -54,6 +54,7 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
   return {
     service: 'budget-authority',
     httpPort: config.authority.http_port,
+    metricsPort: config.authority.metrics_port,
     projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
     access: async (ctx) => {

@@ -59,11 +59,13 @@ export async function up(options: UpOptions): Promise<number> {
       name: 'budget-authority',
       main: 'apps/budget-authority/src/main.ts',
       port: Number(env['AUTHORITY_HTTP_PORT'] ?? 7401),
+      metricsPort: Number(env['AUTHORITY_METRICS_PORT'] ?? 9464),
     },
     {
       name: 'agent-orchestrator',
       main: 'apps/agent-orchestrator/src/main.ts',
       port: Number(env['ORCHESTRATOR_HTTP_PORT'] ?? 7402),
+      metricsPort: Number(env['ORCHESTRATOR_METRICS_PORT'] ?? 9465),
     },
   ];
   // The authority's web console reads work timelines from this stack's orchestrator (ADR 0034).
@@ -95,7 +97,8 @@ export async function up(options: UpOptions): Promise<number> {
   // One write, so a reader that sees the banner also sees the addresses.
   const lines = services.map(
     (s) =>
-      `  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz, metrics: /metrics)`,
+      `  ${s.name.padEnd(20)} http://127.0.0.1:${s.port}  (OpenAPI: /openapi.json, health: /readyz; ` +
+      `metrics: http://127.0.0.1:${s.metricsPort}/metrics)`,
   );
   const adminLine =
     admin.file === undefined

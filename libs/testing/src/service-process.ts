@@ -13,6 +13,11 @@ const PORT_ENV: Record<ServiceName, string> = {
   'budget-authority': 'AUTHORITY_HTTP_PORT',
   'agent-orchestrator': 'ORCHESTRATOR_HTTP_PORT',
 };
+/** The metrics port (ADR 0053): /metrics and the full /readyz report. */
+const METRICS_PORT_ENV: Record<ServiceName, string> = {
+  'budget-authority': 'AUTHORITY_METRICS_PORT',
+  'agent-orchestrator': 'ORCHESTRATOR_METRICS_PORT',
+};
 
 export interface ServiceProcessOptions {
   readonly service: ServiceName;
@@ -29,6 +34,7 @@ export class ServiceProcess {
   private constructor(
     readonly service: ServiceName,
     readonly port: number,
+    readonly metricsPort: number,
     private readonly child: ChildProcess,
   ) {
     const keep = (chunk: Buffer) => {
@@ -44,10 +50,12 @@ export class ServiceProcess {
 
   static async start(options: ServiceProcessOptions): Promise<ServiceProcess> {
     const port = Number(options.env[PORT_ENV[options.service]] ?? (await freePort()));
+    const metricsPort = Number(options.env[METRICS_PORT_ENV[options.service]] ?? (await freePort()));
     const env = {
       ...process.env,
       ...options.env,
       [PORT_ENV[options.service]]: String(port),
+      [METRICS_PORT_ENV[options.service]]: String(metricsPort),
       LOG_LEVEL: options.env['LOG_LEVEL'] ?? 'warn',
     };
     // Set TALLY_SERVICE_CPU_PROF_DIR to get a CPU profile of every service a test or bench starts.
@@ -59,7 +67,7 @@ export class ServiceProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     killOnExit(child);
-    const service = new ServiceProcess(options.service, port, child);
+    const service = new ServiceProcess(options.service, port, metricsPort, child);
     if (options.waitReady !== false)
       await service.waitReady(options.readyTimeoutMs ?? 60_000).catch(async (error: unknown) => {
         // A service that never became ready is nobody's to stop later: stop it here.
@@ -71,6 +79,11 @@ export class ServiceProcess {
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The metrics port's base: `${metricsUrl}/metrics`, and `${metricsUrl}/readyz` for the full readiness report. */
+  get metricsUrl(): string {
+    return `http://127.0.0.1:${this.metricsPort}`;
   }
 
   get exited(): number | null {

@@ -88,6 +88,13 @@ export class AuthorityStack {
     return alive.url;
   }
 
+  /** The metrics port of the same replica as `url` (ADR 0053). */
+  get metricsUrl(): string {
+    const alive = this.processes.find((p) => p.exited === null);
+    if (!alive) throw new Error('no authority process is running');
+    return alive.metricsUrl;
+  }
+
   /** One client for the stack: concurrent first callers share its connection instead of each opening (and leaking) one. */
   commands(): Promise<CommandSender> {
     this.connecting ??= (async () => {

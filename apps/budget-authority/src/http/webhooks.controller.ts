@@ -1,12 +1,19 @@
 // Tenant webhooks (http-api.md, Spend policy): an admin or an issuer of the tenant registers
 // an endpoint and sees its signing secret once, in the answer; the tenant's keys list the
-// endpoints (never a secret), each delivery attempt, and the messages given up on.
+// endpoints (never a secret), each delivery attempt, and the messages given up on. A URL whose
+// host is, or resolves to, an internal address is refused with 422 naming `url` (ADR 0053).
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { DirectoryView } from '@tally/directory-service';
 import { ProblemException } from '@tally/platform-app';
 import { Access, actsIn, Caller, type Principal } from '@tally/platform-auth';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
-import { WEBHOOK_EVENT_TYPES, urlRefusal, type WebhookEventType } from '../webhooks/webhook-policy.js';
+import {
+  coarseDeliveryError,
+  WEBHOOK_EVENT_TYPES,
+  urlRefusal,
+  type WebhookEventType,
+} from '../webhooks/webhook-policy.js';
+import { TARGET_REFUSED_MESSAGE } from '../webhooks/webhook-targets.js';
 import type { WebhookEndpoint } from '../webhooks/webhook-endpoints.js';
 import type { WebhooksRuntime } from '../webhooks/webhooks-runtime.js';
 import type { HeaderSink } from './http-support.js';
@@ -60,6 +67,12 @@ export class WebhooksController {
     const refusal = urlRefusal(body.url, this.webhooks.urlPolicy);
     if (refusal)
       throw new ProblemException(400, 'validation', 'The request is invalid', [{ field: 'url', message: refusal }]);
+    // A name that does not resolve now is accepted: nothing is called until a delivery, which checks again.
+    const target = await this.webhooks.checkTarget(new URL(body.url));
+    if (!target.ok && target.code === 'refused_target')
+      throw new ProblemException(422, 'webhook_target_refused', 'The webhook target is refused', [
+        { field: 'url', message: TARGET_REFUSED_MESSAGE },
+      ]);
     const out = await this.webhooks.endpoints.register(id, body.url, body.events);
     if (!out.ok) throw new ProblemException(409, out.rejection.code, out.rejection.message);
     return { ...endpointToWire(out.endpoint), secret: out.secret };
@@ -127,10 +140,13 @@ export class WebhooksController {
   }
 }
 
+/** A record as a reader sees it: ISO times, and a failure only as its coarse code (ADR 0053), whenever it was recorded. */
 function withTimes(record: Record<string, unknown>): Record<string, unknown> {
-  const { at_ms, message_at_ms, ...rest } = record;
+  const { at_ms, message_at_ms, error, last_error, ...rest } = record;
   return {
     ...rest,
+    ...(typeof error === 'string' ? { error: coarseDeliveryError(error) } : {}),
+    ...(typeof last_error === 'string' ? { last_error: coarseDeliveryError(last_error) } : {}),
     at: new Date(Number(at_ms)).toISOString(),
     ...(message_at_ms === undefined ? {} : { message_at: new Date(Number(message_at_ms)).toISOString() }),
   };

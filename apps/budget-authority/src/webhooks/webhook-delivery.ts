@@ -4,7 +4,9 @@
 // backoff and jitter (nak with delay) up to webhooks.attempts_max, then recorded as
 // WebhookDeadLettered (listed by GET /v1/tenants/{id}/webhooks/dead-letters) and terminated.
 // A replica killed mid-call leaves the message unacknowledged: it comes back after ack_wait,
-// and the next call carries the same webhook-id (ADR 0040).
+// and the next call carries the same webhook-id (ADR 0040). Each delivery checks its target
+// again and connects only where the check allowed; a target now refused is dead-lettered
+// without a call, and what is recorded of a failure is a coarse code (ADR 0053).
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { validatePlain } from '@tally/contracts';
 import { webhookMetrics, type HostContext, type WebhookMetrics } from '@tally/platform-app';
@@ -20,6 +22,7 @@ import {
 import { retryDelayMs, urlRefusal, type RetryPolicy } from './webhook-policy.js';
 import { callWebhook, failureReason, type CallResult } from './webhook-sender.js';
 import type { WebhookNames } from './webhook-streams.js';
+import type { TargetCheck } from './webhook-targets.js';
 
 /** Beyond the call's own timeout, how long the server waits before it hands an unsettled message to another replica. */
 const ACK_WAIT_MARGIN_MS = 5_000;
@@ -33,6 +36,8 @@ export interface DeliveryDeps {
   readonly ctx: HostContext;
   readonly names: WebhookNames;
   readonly endpoints: WebhookEndpoints;
+  /** Where a call to this URL may connect, or why it may not (ADR 0053). */
+  readonly checkTarget: (url: URL) => Promise<TargetCheck>;
 }
 
 type Consumer = Awaited<ReturnType<JetStreamClient['consumers']['get']>>;
@@ -144,21 +149,30 @@ export class WebhookDelivery {
     const attempt = msg.info.deliveryCount;
     const endpoint = await this.d.endpoints.endpoint(decoded.tenant_id, decoded.endpoint_id);
     if (!endpoint) return this.giveUp(msg, decoded, attempt - 1, 'endpoint_deleted');
-    const refusal = urlRefusal(endpoint.url, { allowHttpLoopback: this.d.ctx.config.webhooks.allow_http_loopback });
-    if (refusal) {
+    const startedMs = Date.now();
+    // Checked again at every delivery: the configuration or the name's DNS may have changed since registration.
+    const target = urlRefusal(endpoint.url, { allowHttpLoopback: this.d.ctx.config.webhooks.allow_http_loopback })
+      ? ({ ok: false, code: 'refused_target' } as const)
+      : await this.d.checkTarget(new URL(endpoint.url));
+    if (!target.ok && target.code === 'refused_target') {
       this.metrics.failures.inc({ event: decoded.type, reason: 'refused_url' });
-      return this.giveUp(msg, decoded, attempt - 1, 'url_refused', refusal);
+      return this.giveUp(msg, decoded, attempt - 1, 'url_refused', 'refused_target');
     }
     if (attempt > this.retry.attemptsMax)
-      return this.giveUp(msg, decoded, attempt - 1, 'attempts_exhausted', 'the last attempt did not finish');
-    const result = await callWebhook({
-      url: endpoint.url,
-      secret: this.d.endpoints.secretOf(decoded.tenant_id, decoded.endpoint_id),
-      webhookId: decoded.webhook_id,
-      body: decoded.body,
-      timeoutMs: this.d.ctx.config.webhooks.timeout_ms,
-      now: new Date(),
-    });
+      return this.giveUp(msg, decoded, attempt - 1, 'attempts_exhausted', 'interrupted');
+    const timeoutMs = this.d.ctx.config.webhooks.timeout_ms;
+    const result: CallResult = target.ok
+      ? await callWebhook({
+          url: endpoint.url,
+          addresses: target.addresses,
+          secret: this.d.endpoints.secretOf(decoded.tenant_id, decoded.endpoint_id),
+          webhookId: decoded.webhook_id,
+          body: decoded.body,
+          // The name's lookup counts against the call's bound, so ack_wait still covers the whole try.
+          timeoutMs: Math.max(1, timeoutMs - (Date.now() - startedMs)),
+          now: new Date(),
+        })
+      : { ok: false, error: 'dns_error', durationMs: Date.now() - startedMs };
     this.observe(decoded.type, result);
     const retryIn = result.ok ? undefined : retryDelayMs(attempt, this.retry, Math.random());
     await this.recordAttempt(decoded, attempt, result, retryIn);
@@ -226,6 +240,7 @@ export class WebhookDelivery {
       attempt,
       ...(r.status === undefined ? {} : { status: r.status }),
       ...(r.error === undefined ? {} : { error: r.error }),
+      ...(r.cause === undefined ? {} : { cause: r.cause }),
     });
   }
 

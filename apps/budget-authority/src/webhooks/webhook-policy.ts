@@ -203,6 +203,61 @@ export function urlRefusal(raw: string, policy: UrlPolicy): string | undefined {
     : 'url must be https (http to loopback only when webhooks.allow_http_loopback is set for local development)';
 }
 
+/**
+ * What a reader is told about a call that did not deliver: a coarse code, never the error's own
+ * text, which can name an internal address, a port or a certificate (ADR 0053).
+ */
+export const DELIVERY_ERRORS = [
+  'timeout',
+  'connection_refused',
+  'connection_reset',
+  'dns_error',
+  'tls_error',
+  'network_error',
+  'redirect',
+  'http_4xx',
+  'http_5xx',
+  'refused_target',
+  /** The last call never finished (its replica stopped mid-call). */
+  'interrupted',
+] as const;
+
+export type DeliveryError = (typeof DELIVERY_ERRORS)[number];
+
+/** The code of an answer that is not a 2xx. */
+export function statusError(status: number): DeliveryError {
+  if (status >= 500) return 'http_5xx';
+  if (status >= 400) return 'http_4xx';
+  return 'redirect';
+}
+
+const CODES: ReadonlySet<string> = new Set(DELIVERY_ERRORS);
+
+/** Node's and OpenSSL's codes of a failed handshake or certificate check (EPROTO: the peer does not speak TLS). */
+export const TLS_ERROR_CODE =
+  /^(EPROTO|ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|INVALID_CA)/;
+
+/**
+ * The coarse code of a recorded error. Facts written before ADR 0053 kept a short text
+ * (`timeout after 1500 ms`, `connection failed: ECONNREFUSED`, `status 500`, `redirect 302 not
+ * followed`, a URL refusal's sentence); readers are shown the code those texts stand for.
+ */
+export function coarseDeliveryError(recorded: string): DeliveryError {
+  if (CODES.has(recorded)) return recorded as DeliveryError;
+  if (recorded.startsWith('timeout')) return 'timeout';
+  if (recorded.startsWith('redirect')) return 'redirect';
+  const status = /^status (\d{3})$/.exec(recorded);
+  if (status) return statusError(Number(status[1]));
+  if (recorded.startsWith('url ')) return 'refused_target';
+  if (recorded === 'the last attempt did not finish') return 'interrupted';
+  if (/ECONNREFUSED/.test(recorded)) return 'connection_refused';
+  if (/ECONNRESET|EPIPE|socket hang up/.test(recorded)) return 'connection_reset';
+  if (/ENOTFOUND|EAI_/.test(recorded)) return 'dns_error';
+  const code = /^connection failed: (\S+)$/.exec(recorded)?.[1];
+  if (code !== undefined && TLS_ERROR_CODE.test(code)) return 'tls_error';
+  return 'network_error';
+}
+
 export interface RetryPolicy {
   readonly attemptsMax: number;
   readonly retryBaseMs: number;

@@ -10,6 +10,7 @@ import { WebhookEndpoints } from './webhook-endpoints.js';
 import { webhookEventRegistry } from './webhook-events.js';
 import { WebhookFanout } from './webhook-fanout.js';
 import type { UrlPolicy } from './webhook-policy.js';
+import { checkTarget, systemLookup, targetPolicyOf, type TargetCheck } from './webhook-targets.js';
 import { provisionWebhookStreams, webhookNames, type WebhookNames } from './webhook-streams.js';
 
 /** Records one listing reads at most; a longer history is read by its newest entries. */
@@ -19,6 +20,8 @@ export interface WebhooksRuntime {
   readonly names: WebhookNames;
   readonly endpoints: WebhookEndpoints;
   readonly urlPolicy: UrlPolicy;
+  /** Where a call to this URL may connect, or why it may not (ADR 0053): at registration and at every delivery. */
+  checkTarget(url: URL): Promise<TargetCheck>;
   /** Attempts or dead letters of a tenant, oldest first. */
   log(subject: string): Promise<Record<string, unknown>[]>;
   provision(): Promise<void>;
@@ -51,10 +54,13 @@ export function buildWebhooksRuntime(ctx: HostContext, signer: Ed25519Signer): W
     cachedTenantsMax: 10_000,
     nowMs: () => Date.now(),
   });
+  const targets = targetPolicyOf(ctx.config.webhooks);
+  const target = (url: URL) => checkTarget(url, targets, systemLookup, ctx.config.webhooks.timeout_ms);
   return {
     names,
     endpoints,
     urlPolicy: { allowHttpLoopback: ctx.config.webhooks.allow_http_loopback },
+    checkTarget: target,
     log: async (subject) => (await store.load(subject)).events.map((e) => ({ ...e.event.payload })),
     // With nats.provision: check an operator created them (`tally provision`), and this user may not.
     provision: async () => {
@@ -63,7 +69,7 @@ export function buildWebhooksRuntime(ctx: HostContext, signer: Ed25519Signer): W
     startDelivery: async () => {
       if (!ctx.config.webhooks.deliver) return [];
       const fanout = await new WebhookFanout({ ctx, names, endpoints }).start();
-      const delivery = await new WebhookDelivery({ ctx, names, endpoints }).start();
+      const delivery = await new WebhookDelivery({ ctx, names, endpoints, checkTarget: target }).start();
       return [
         { name: 'webhook-fanout', stop: () => fanout.stop() },
         { name: 'webhook-delivery', stop: () => delivery.stop() },

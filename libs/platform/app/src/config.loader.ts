@@ -36,6 +36,8 @@ export const ENV_SETTINGS: Readonly<Record<string, { path: string; type: 'string
   TALLY_SQLITE_PATH: { path: 'database.sqlite_path', type: 'string' },
   AUTHORITY_HTTP_PORT: { path: 'authority.http_port', type: 'int' },
   ORCHESTRATOR_HTTP_PORT: { path: 'orchestrator.http_port', type: 'int' },
+  AUTHORITY_METRICS_PORT: { path: 'authority.metrics_port', type: 'int' },
+  ORCHESTRATOR_METRICS_PORT: { path: 'orchestrator.metrics_port', type: 'int' },
   TALLY_SIGNING_KEY: { path: 'authority.signing_key', type: 'string' },
   TALLY_KEYRING_DIR: { path: 'authority.keyring_dir', type: 'string' },
   TALLY_STREAM_REPLICAS: { path: 'streams.replicas', type: 'int' },

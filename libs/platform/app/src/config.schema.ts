@@ -103,6 +103,8 @@ export class DatabaseConfig {
 
 export class AuthorityConfig {
   @IsInt() @Min(1) @Max(65_535) http_port = 7401;
+  /** Prometheus /metrics and the full /readyz report, on a port of their own for the scraper only (ADR 0053). */
+  @IsInt() @Min(1) @Max(65_535) metrics_port = 9464;
   @IsInt() @Min(1_000) @Max(86_400_000) hold_ttl_ms = 600_000;
   /**
    * How long past its TTL an admitted hold waits for its settlement; then the sweep realizes it
@@ -186,6 +188,8 @@ export class ToolServerConfig {
 
 export class OrchestratorConfig {
   @IsInt() @Min(1) @Max(65_535) http_port = 7402;
+  /** Prometheus /metrics and the full /readyz report, on a port of their own for the scraper only (ADR 0053). */
+  @IsInt() @Min(1) @Max(65_535) metrics_port = 9465;
   @IsInt() @Min(1) @Max(10_000) worker_concurrency = 256;
   @IsInt() @Min(0) @Max(20) max_retries = 2;
   @IsInt() @Min(0) @Max(20) run_retry_attempts = 0;

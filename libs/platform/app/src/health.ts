@@ -1,8 +1,11 @@
-// Liveness, readiness and metrics endpoints shared by both services. Readiness runs
-// every registered check with a timeout and reports details, including the NATS
-// durability report, so an operator can see what an acknowledgement really means.
-import { Controller, Get, Header, HttpCode, Inject, Injectable, Res } from '@nestjs/common';
-import { Access } from '@tally/platform-auth';
+// Liveness and readiness endpoints shared by both services. Readiness runs every registered
+// check with a timeout and reports details, including the NATS durability report, so an
+// operator can see what an acknowledgement really means. That report names servers, streams
+// and how full they are, so on the API port only an operator key (reader or above) reads it;
+// a probe gets the status and the HTTP code. The metrics and the full report are served on
+// the metrics port, for the scraper (ADR 0053).
+import { Controller, Get, HttpCode, Inject, Injectable, Res } from '@nestjs/common';
+import { Access, Caller, hasRole, type Principal } from '@tally/platform-auth';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface ReadinessCheck {
@@ -60,12 +63,25 @@ interface ReplyLike {
   json(body: unknown): void;
 }
 
+export type ReadinessStatus = 'ready' | 'degraded' | 'not_ready';
+
+/** The full readiness report and its HTTP code: 503 only when not ready. */
+export async function readinessReport(
+  readiness: ReadinessRegistry,
+): Promise<{ code: number; status: ReadinessStatus; report: Record<string, unknown> }> {
+  const result = await readiness.run();
+  // Degraded still serves (200): pulling every replica out of rotation would turn a warning into an outage.
+  const status = !result.ready ? 'not_ready' : result.degraded.length > 0 ? 'degraded' : 'ready';
+  return {
+    code: result.ready ? 200 : 503,
+    status,
+    report: { status, degraded: result.degraded, checks: result.checks },
+  };
+}
+
 @Controller()
 export class HealthController {
-  constructor(
-    @Inject(ReadinessRegistry) private readonly readiness: ReadinessRegistry,
-    @Inject(MetricsRegistry) private readonly metrics: MetricsRegistry,
-  ) {}
+  constructor(@Inject(ReadinessRegistry) private readonly readiness: ReadinessRegistry) {}
 
   @Get('healthz')
   @Access('public')
@@ -74,19 +90,11 @@ export class HealthController {
     return { status: 'ok' };
   }
 
+  /** A probe (no credential) gets `{status}`; an operator key of any role gets the whole report. */
   @Get('readyz')
-  @Access('public')
-  async readyz(@Res() res: ReplyLike) {
-    const result = await this.readiness.run();
-    // Degraded still serves (200): pulling every replica out of rotation would turn a warning into an outage.
-    const status = !result.ready ? 'not_ready' : result.degraded.length > 0 ? 'degraded' : 'ready';
-    res.status(result.ready ? 200 : 503).json({ status, degraded: result.degraded, checks: result.checks });
-  }
-
-  @Get('metrics')
-  @Access('public')
-  @Header('Content-Type', 'text/plain; version=0.0.4')
-  async metricsText() {
-    return this.metrics.registry.metrics();
+  @Access('reader', 'possession')
+  async readyz(@Caller() caller: Principal, @Res() res: ReplyLike) {
+    const { code, status, report } = await readinessReport(this.readiness);
+    res.status(code).json(hasRole(caller, 'reader') ? report : { status });
   }
 }

@@ -2,6 +2,7 @@ export * from './config.schema.js';
 export * from './config.loader.js';
 export * from './json-logger.js';
 export * from './health.js';
+export * from './metrics-server.js';
 export * from './problem.js';
 export * from './quarantine-reads.js';
 export * from './boot.js';

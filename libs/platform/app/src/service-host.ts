@@ -1,7 +1,7 @@
 // The composition shared by both services: typed config, JSON logs, NATS with verified
 // streams, the projection database, projections under a lease, the HTTP API with
-// health/readiness/metrics/OpenAPI and problem+json errors, durable command handlers,
-// background loops, and a graceful shutdown on SIGTERM/SIGINT.
+// health/readiness/OpenAPI and problem+json errors, the metrics port, durable command
+// handlers, background loops, and a graceful shutdown on SIGTERM/SIGINT.
 import { Controller, Get, Inject, Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, NestFactory } from '@nestjs/core';
 import {
@@ -23,6 +23,7 @@ import { QuarantineWatch, type QuarantineEntry } from '@tally/platform-typeorm';
 import type { TallyConfig } from './config.schema.js';
 import { HealthController, MetricsRegistry, ReadinessRegistry } from './health.js';
 import { JsonLogger, requestOfLog } from './json-logger.js';
+import { startMetricsServer } from './metrics-server.js';
 import { startNatsRuntime, type NatsRuntime } from './nats-runtime.js';
 import { problemValidationPipe, ProblemFilter } from './problem.js';
 import { RefusalGate, refusalLimiterOf } from './refusal-gate.js';
@@ -72,6 +73,8 @@ export interface BackgroundTask {
 export interface ServiceDefinition {
   readonly service: string;
   readonly httpPort: number;
+  /** Where /metrics and the full /readyz report are served, apart from the API (ADR 0053). */
+  readonly metricsPort: number;
   /** The service's tables and projections; run in a worker thread unless projections.worker_thread is false. */
   readonly projector: ProjectorDefinition;
   readonly openapi: Record<string, unknown>;
@@ -111,7 +114,7 @@ class OpenApiController {
 @Module({})
 class HostModule {}
 
-/** The routes the host adds to every service (health, readiness, metrics, the OpenAPI document). */
+/** The routes the host adds to every service's API (health, readiness, the OpenAPI document). */
 export const HOST_CONTROLLERS = [HealthController, OpenApiController] as const;
 
 export async function runService(definition: ServiceDefinition, config: TallyConfig): Promise<void> {
@@ -151,14 +154,17 @@ export async function runService(definition: ServiceDefinition, config: TallyCon
   await app.startAllMicroservices();
   const background = (await definition.background?.(ctx)) ?? [];
   await app.listen(definition.httpPort, '0.0.0.0');
+  const metricsServer = await startMetricsServer({ port: definition.metricsPort, metrics, readiness, logger });
   logger.event('info', `${definition.service} listening`, {
     http: `http://127.0.0.1:${definition.httpPort}`,
+    metrics: `http://127.0.0.1:${definition.metricsPort}/metrics`,
     instance: instanceId,
   });
   onShutdown(async () => {
     logger.event('info', `${definition.service} stopping`);
     for (const task of background) await task.stop();
     await app.close();
+    await metricsServer.close();
     await projections.stop();
     quarantine.stop();
     await dataSource.destroy();
@@ -275,8 +281,8 @@ async function createHttpApp(
   return app;
 }
 
-/** Paths polled by probes and scrapers: no line per call. */
-const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** Paths polled by probes: no line per call. */
+const QUIET_PATHS = new Set(['/healthz', '/readyz']);
 
 /**
  * nestjs-pino's request logging through the service's pino: one line per finished request,

@@ -6,13 +6,15 @@ import { SetMetadata } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 
 /**
- * - `public`: no credential at all (health, metrics, the OpenAPI document, published keys).
+ * - `public`: no credential at all (liveness, the OpenAPI document, published keys).
  * - `admin`: an operator key or OIDC token with role admin.
  * - `issuer`: role issuer (of the resource's tenant, which the handler's query enforces), or admin.
  * - `reader`: any operator role (reader, issuer, admin), scoped to its tenant by the handler's query.
  * - `capability`: a capability token (Authorization: Bearer, x-api-key, or the body's `token`).
  * - `possession`: the handler checks a proof carried in the body (a parent token, a token of the
- *   capability or an ancestor, an admission proof); the guard lets a call without a credential through.
+ *   capability or an ancestor, an admission proof), or decides how much the caller is shown
+ *   (/readyz: the status to anyone, the report to an operator); the guard lets a call without a
+ *   credential through, and refuses one whose credential does not verify.
  */
 export type AccessRule = 'public' | 'admin' | 'issuer' | 'reader' | 'capability' | 'possession';
 
