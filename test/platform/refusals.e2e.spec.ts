@@ -91,6 +91,7 @@ async function storedLetters(stream: string): Promise<{ bytes: number; record: J
   }
 }
 
+/** Read on the metrics port, where /metrics is served (ADR 0053). */
 async function limitedCount(base: string, by: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const match = new RegExp(`^tally_http_refusals_limited_total\\{by="${by}"\\} (\\d+)$`, 'm').exec(text);
@@ -141,7 +142,7 @@ describe('Issue 18: refusals are cheap (budget-authority)', () => {
       expect((await from(source, stack.url, 'POST', '/v1/settlements', body)).status).toBe(400);
     expect((await from(source, stack.url, 'GET', '/v1/capabilities/cap-x')).status).toBe(401);
     expect((await from(source, stack.url, 'GET', '/v1/nowhere')).status).toBe(404);
-    const limitedBefore = await limitedCount(stack.url, 'source');
+    const limitedBefore = await limitedCount(stack.metricsUrl, 'source');
     const flood = [];
     for (let i = 0; i < 12; i++)
       flood.push(await from(source, stack.url, 'POST', '/v1/settlements', badSettlement(64 * 1024)));
@@ -154,7 +155,7 @@ describe('Issue 18: refusals are cheap (budget-authority)', () => {
     }
     // Limited: even a call that would succeed waits until the source has a refusal left.
     expect((await from(source, stack.url, 'GET', '/v1/keys')).status).toBe(429);
-    expect(await limitedCount(stack.url, 'source')).toBe(limitedBefore + 13);
+    expect(await limitedCount(stack.metricsUrl, 'source')).toBe(limitedBefore + 13);
     // The stream grew by the refused bodies within the limit, each a digest of a few hundred bytes.
     const grown = (await storedLetters(stack.names.deadLetterStream)).slice(before);
     expect(grown.map((l) => l.record['truncated']['data_sha256']).sort()).toEqual(bodies.map(sha256).sort());
@@ -172,11 +173,11 @@ describe('Issue 18: refusals are cheap (budget-authority)', () => {
     const garbage = { authorization: `Bearer not-a-credential-${randomBytes(16).toString('hex')}` };
     for (let i = 0; i < LIMIT; i++)
       expect((await from(`127.0.0.${31 + i}`, stack.url, 'GET', '/v1/tenants', undefined, garbage)).status).toBe(401);
-    const limitedBefore = await limitedCount(stack.url, 'credential');
+    const limitedBefore = await limitedCount(stack.metricsUrl, 'credential');
     const again = await from('127.0.0.39', stack.url, 'GET', '/v1/tenants', undefined, garbage);
     expect(again.status).toBe(429);
     expect(Number(again.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(await limitedCount(stack.url, 'credential')).toBe(limitedBefore + 1);
+    expect(await limitedCount(stack.metricsUrl, 'credential')).toBe(limitedBefore + 1);
     const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
     expect((await from('127.0.0.39', stack.url, 'GET', '/v1/tenants', undefined, admin)).status).toBe(200);
   });
@@ -217,7 +218,7 @@ describe('Issue 18: refusals are cheap (agent-orchestrator)', () => {
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ type: 'too_many_refusals', status: 429 });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(await limitedCount(h.url, 'source')).toBe(1);
+    expect(await limitedCount(h.metricsUrl, 'source')).toBe(1);
     expect((await from('127.0.0.52', h.url, 'POST', '/v1/work', body)).status).toBe(401);
     // Probes are never limited, whoever floods.
     expect((await from('127.0.0.51', h.url, 'GET', '/healthz')).status).toBe(200);
