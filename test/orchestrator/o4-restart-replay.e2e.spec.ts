@@ -74,5 +74,5 @@ describe('agent-orchestrator O4 audit survives restart and replay', () => {
     );
     expect(await snapshot(sessionId, ids)).toEqual(before);
     expect((await workProjectionDigest(empty, h.namespace)).digest).toBe(live.digest);
-  });
+  }, 180_000);
 });
