@@ -13,7 +13,7 @@ import {
   type LoadResult,
   type StoredEvent,
 } from '@tally/eventing';
-import { MaximumBytesExceeded, SimStream, WrongLastSequence } from './sim-stream.js';
+import type { SimStream } from './sim-stream.js';
 
 /** As the JetStream adapter: the most events of one commit, and the header room kept out of max_msg_size. */
 export const SIM_COMMIT_EVENTS_MAX = 1024;
@@ -44,22 +44,19 @@ export class SimEventStore implements EventStore {
 
   /** The publish as it reaches the server, and its acknowledgement as the adapter reads it. */
   appendNow(subject: string, events: Messages, expected: number, data: Uint8Array): AppendResult {
-    let ack;
-    try {
-      ack = this.stream.publish(subject, data, headerBytesOf(events, expected), events[0]!.eventId, expected);
-    } catch (error) {
-      if (error instanceof WrongLastSequence) throw new ConcurrencyConflict(subject, expected);
-      if (error instanceof MaximumBytesExceeded) throw new StreamFull(this.stream.config.name, subject, error.message);
-      throw error;
-    }
-    if (ack.duplicate && events.length > 1) {
+    const ack = this.stream.publish(subject, data, headerBytesOf(events, expected), events[0]!.eventId, expected);
+    if (ack.kind === 'wrong_last_sequence') throw new ConcurrencyConflict(subject, expected);
+    if (ack.kind === 'maximum_bytes_exceeded')
+      throw new StreamFull(this.stream.config.name, subject, 'maximum bytes exceeded');
+    const duplicate = ack.kind === 'duplicate';
+    if (duplicate && events.length > 1) {
       const stored = this.stream.message(ack.seq)?.events ?? [];
       const same = stored.length === events.length && stored.every((e, i) => e.event.eventId === events[i]!.eventId);
       if (!same) throw new ConcurrencyConflict(subject, expected);
     }
     return {
       sequences: events.map(() => ack.seq),
-      duplicates: events.map(() => ack.duplicate),
+      duplicates: events.map(() => duplicate),
       lastSequence: ack.seq,
     };
   }

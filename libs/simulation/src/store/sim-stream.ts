@@ -30,18 +30,11 @@ export interface SimMessage {
   readonly events: readonly StoredEvent[];
 }
 
-/** The server's refusals, as the adapter sees them; the adapter maps them onto the EventStore port's errors. */
-export class WrongLastSequence extends Error {
-  override readonly name = 'WrongLastSequence';
-}
-export class MaximumBytesExceeded extends Error {
-  override readonly name = 'MaximumBytesExceeded';
-}
-
-export interface PublishAck {
-  readonly seq: number;
-  readonly duplicate: boolean;
-}
+/** The server's answer to a publish; the adapter maps the refusals onto the EventStore port's errors. */
+export type PublishAck =
+  | { readonly kind: 'stored' | 'duplicate'; readonly seq: number }
+  | { readonly kind: 'wrong_last_sequence'; readonly last: number }
+  | { readonly kind: 'maximum_bytes_exceeded' };
 
 /**
  * Per-message overhead nats-server's file store counts (record header and checksum) on top
@@ -90,12 +83,12 @@ export class SimStream {
   publish(subject: string, data: Uint8Array, headerBytes: number, msgId: string, expected: number): PublishAck {
     this.expireIds();
     const known = this.msgIds.get(msgId);
-    if (known) return { seq: known.seq, duplicate: true };
+    if (known) return { kind: 'duplicate', seq: known.seq };
     const last = this.subjectLast(subject);
-    if (last !== expected) throw new WrongLastSequence(`wrong last sequence: ${last}`);
+    if (last !== expected) return { kind: 'wrong_last_sequence', last };
     const storedBytes = STORED_OVERHEAD_BYTES + subject.length + headerBytes + data.length;
     if (this.full || (this.config.maxBytes >= 0 && this.bytes + storedBytes > this.config.maxBytes))
-      throw new MaximumBytesExceeded('maximum bytes exceeded');
+      return { kind: 'maximum_bytes_exceeded' };
     const decoded = this.registry.decodeCommit(data);
     // The adapter validated every event on encode: a message that does not decode is a bug in the simulator.
     if (!decoded.ok) throw new Error(`a commit on ${subject} does not decode: ${JSON.stringify(decoded.errors)}`);
@@ -111,7 +104,7 @@ export class SimStream {
     this.msgIds.set(msgId, { seq, atMs });
     this.idOrder.push({ id: msgId, atMs });
     for (const listener of this.listeners) listener(message);
-    return { seq, duplicate: false };
+    return { kind: 'stored', seq };
   }
 
   /** The message at a stream sequence (a direct get by sequence). */
