@@ -8,3 +8,5 @@ export * from './store/sim-event-store.js';
 export * from './world/faults.js';
 export type { SimWiring, ProofCheck, KnownKeys } from './world/wiring.js';
 export * from './run/simulate.js';
+export * from './check/known-findings.js';
+export * from './run/shrink.js';

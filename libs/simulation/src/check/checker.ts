@@ -26,6 +26,8 @@ export class Checker {
   private readonly openAmbiguities = new Map<string, number>();
   private readonly seen = new Map<string, unknown>();
   budgetCommits = 0;
+  /** Virtual time of the last commit on either stream: the quiet tail stops once nothing moves for long. */
+  lastCommitMs = 0;
 
   constructor(
     private readonly names: TallyNames,
@@ -33,6 +35,7 @@ export class Checker {
     work: SimStream,
     signer: Signer,
     private readonly now: () => string,
+    private readonly nowMs: () => number,
   ) {
     const violation = (detail: string) => this.fail(detail);
     this.shadow = new LedgerShadow(violation);
@@ -104,20 +107,22 @@ export class Checker {
 
   private onBudgetCommit(message: SimMessage): void {
     this.budgetCommits++;
+    this.lastCommitMs = this.nowMs();
     const root = message.events[0]!.event.aggregateId;
-    for (const stored of message.events) {
-      const recorded = fromStored(stored);
+    const events = message.events.map(fromStored);
+    for (const recorded of events) {
       this.shadow.apply(root, recorded);
       if (recorded.type === 'AmbiguityRecorded')
         this.openAmbiguities.set(root, (this.openAmbiguities.get(root) ?? 0) + 1);
       if (recorded.type === 'AmbiguityResolved')
         this.openAmbiguities.set(root, (this.openAmbiguities.get(root) ?? 0) - 1);
     }
-    this.fold.apply(root, message);
+    this.fold.apply(root, message, events);
     this.chains.apply(message);
   }
 
   private onWorkCommit(message: SimMessage): void {
+    this.lastCommitMs = this.nowMs();
     for (const { event } of message.events) {
       const unit = this.units.get(event.aggregateId);
       if (event.type === 'WorkSubmitted' && !unit)

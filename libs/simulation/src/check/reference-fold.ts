@@ -3,7 +3,14 @@
 // the domain's own invariants asserted on each result. A replica's in-memory tree must equal
 // this fold at the replica's sequence: cheaply after each step (the figures, the counts and
 // the holds the new commits touched) and in full at the end of the run.
-import { assertTreeInvariants, evolve, initialState, PersistentMap, type TreeState } from '@tally/budget-domain';
+import {
+  assertTreeInvariants,
+  evolve,
+  initialState,
+  PersistentMap,
+  type RecordedBudgetEvent,
+  type TreeState,
+} from '@tally/budget-domain';
 import { fromStored } from '@tally/budget-application';
 import type { SimMessage } from '../store/sim-stream.js';
 
@@ -29,12 +36,16 @@ export class ReferenceFold {
   constructor(private readonly violation: (detail: string) => void) {}
 
   /** Folds one commit of `rootId`; a replay that breaks an invariant is a violation (the ledger is wrong). */
-  apply(rootId: string, message: SimMessage): TreeState | undefined {
+  apply(
+    rootId: string,
+    message: SimMessage,
+    recorded: readonly RecordedBudgetEvent[] = message.events.map(fromStored),
+  ): TreeState | undefined {
     const history = this.trees.get(rootId) ?? [];
     this.trees.set(rootId, history);
     let state = history.at(-1)?.state ?? initialState();
     try {
-      for (const stored of message.events) state = evolve(state, fromStored(stored));
+      for (const event of recorded) state = evolve(state, event);
       if ((this.commits.get(rootId) ?? 0) % FULL_INVARIANTS_EVERY === 0) assertTreeInvariants(state);
     } catch (error) {
       this.violation(`replaying commit #${message.seq} of ${rootId} fails: ${(error as Error).message}`);

@@ -28,6 +28,8 @@ export class RequestBus {
   private readonly responders: Responder[] = [];
   /** The first final answer each command id got, as its caller received it: every later one must be the same. */
   private readonly answers = new Map<string, string>();
+  /** Command ids a caller got a stream_full refusal for: a refusal it takes as final. */
+  readonly refusedFull = new Set<string>();
 
   constructor(
     readonly net: BusNetwork,
@@ -38,6 +40,8 @@ export class RequestBus {
   answered(command: string, commandId: string, reply: CommandReply<unknown>, text: string): void {
     // Neither answer is kept by the ledger: `unavailable` decided nothing, and a full stream stored nothing of
     // the write it refused, so the same command id runs again once the stream has room.
+    if (!reply.ok && reply.error.type === 'rejected' && reply.error.reason === 'stream_full')
+      this.refusedFull.add(commandId);
     if (
       !reply.ok &&
       (reply.error.type === 'unavailable' || (reply.error.type === 'rejected' && reply.error.reason === 'stream_full'))

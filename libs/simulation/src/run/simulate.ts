@@ -3,9 +3,10 @@
 // everything settles (or its bound runs out), checking the invariants after every step and
 // the final ones at the end. The first violation stops the run.
 import { finalChecks, openSummary, settled } from '../check/final-checks.js';
+import { isSummary, knownFindingOf } from '../check/known-findings.js';
 import { Clients } from '../world/clients.js';
 import { FaultInjector } from '../world/fault-injector.js';
-import { DEFAULT_FAULT_RATES, FAULT_KINDS, type FaultKind, type FaultRates } from '../world/faults.js';
+import { DEFAULT_FAULT_RATES, DEFAULT_FAULTS, type FaultKind, type FaultRates } from '../world/faults.js';
 import { issueTrees } from '../world/setup.js';
 import type { WorldShape } from '../world/shape.js';
 import type { SimWiring } from '../world/wiring.js';
@@ -45,7 +46,12 @@ export interface SimResult {
   readonly seed: number;
   readonly steps: number;
   readonly faults: readonly FaultKind[];
+  /** Every violation found, in order. */
   readonly violations: readonly string[];
+  /** The violations that are none of the known findings: a run passes when there are none. */
+  readonly unexplained: readonly string[];
+  /** The known findings the run reproduced, by id (check/known-findings.ts). */
+  readonly known: readonly string[];
   readonly traceHash: string;
   readonly trace: readonly string[];
   readonly stats: SimStats;
@@ -56,15 +62,17 @@ export interface SimResult {
 }
 
 /** The quiet tail's default bound: past the longest hold TTL, many sweeps and reconciler runs, and every retry. */
-const QUIET_MS_MAX = 15 * 60_000;
+const QUIET_MS_MAX = 4 * 60_000;
 const QUIET_STEPS_MAX = 400_000;
 /** How often the quiet tail asks whether everything has settled (the question walks every hold). */
-const SETTLED_EVERY_STEPS = 256;
+const SETTLED_EVERY_STEPS = 64;
+/** With no caller and no unit left, how long without a commit ends the tail (added to the hold TTL). */
+const STILL_MS = 45_000;
 
 export async function simulate(options: SimOptions, wiring: SimWiring): Promise<SimResult> {
   const started = performance.now();
   const cpu = process.cpuUsage();
-  const faults = options.faults ?? new Set(FAULT_KINDS);
+  const faults = options.faults ?? new Set(DEFAULT_FAULTS);
   const world = new World({
     seed: options.seed,
     faults,
@@ -111,11 +119,14 @@ export async function simulate(options: SimOptions, wiring: SimWiring): Promise<
     process.off('unhandledRejection', unhandled);
     Error.stackTraceLimit = stackTraceLimit;
   }
+  const { unexplained, known } = classify(world, failures);
   return {
     seed: options.seed,
     steps: options.steps,
     faults: [...faults],
     violations: [...failures],
+    unexplained,
+    known,
     traceHash: world.trace.digest(),
     trace: world.trace.text(),
     stats: statsOf(world, clients, faultSteps, quietSteps),
@@ -125,11 +136,31 @@ export async function simulate(options: SimOptions, wiring: SimWiring): Promise<
   };
 }
 
+/** Splits the violations into known findings and the rest; the quiet tail's summary counts as what it sums up. */
+function classify(world: World, violations: readonly string[]): { unexplained: string[]; known: string[] } {
+  const known = new Set<string>();
+  const unexplained: string[] = [];
+  for (const violation of violations) {
+    if (isSummary(violation)) continue;
+    const finding = knownFindingOf(violation, world, violations);
+    if (finding) known.add(finding.id);
+    else unexplained.push(violation);
+  }
+  if (unexplained.length > 0) unexplained.push(...violations.filter(isSummary));
+  return { unexplained, known: [...known] };
+}
+
 async function quietTail(world: World, clients: Clients, options: SimOptions): Promise<boolean> {
   const deadline = world.scheduler.nowMs + (options.quietMsMax ?? QUIET_MS_MAX);
   const stepsMax = options.quietStepsMax ?? QUIET_STEPS_MAX;
+  // Longer than any wait that ends in a commit: an uncaptured hold's TTL, a pending release, two reconciler runs.
+  const stillMs = world.shape.holdTtlMs + STILL_MS;
   for (let step = 0; step < stepsMax && world.checker.violations.length === 0; step++) {
-    if (step % SETTLED_EVERY_STEPS === 0 && settled(world, clients)) return true;
+    if (step % SETTLED_EVERY_STEPS === 0) {
+      if (settled(world, clients)) return true;
+      // Nothing left that could move: what is still open stays open, and the liveness checks say so.
+      if (idle(world, clients) && world.scheduler.nowMs - world.checker.lastCommitMs > stillMs) break;
+    }
     if (world.scheduler.nowMs > deadline || !(await world.scheduler.step())) break;
     world.checker.compareReplicas(world.authorities);
   }
@@ -137,6 +168,8 @@ async function quietTail(world: World, clients: Clients, options: SimOptions): P
   if (!done) world.note(`quiet tail ended unsettled: ${openSummary(world, clients)}`);
   return done;
 }
+
+const idle = (world: World, clients: Clients) => clients.busy === 0 && world.queue.open() === 0;
 
 /** Runs steps until `work` settles: the set-up before the faults start. */
 async function drive<T>(world: World, work: Promise<T>): Promise<T> {

@@ -89,6 +89,7 @@ export class World {
       this.workStream,
       this.signer,
       () => `step ${this.scheduler.steps}`,
+      () => this.scheduler.nowMs,
     );
     const violation = (detail: string) => this.checker.fail(detail);
     this.rail = new SimRail(this.shape.paymentMode, this.faults, now);
