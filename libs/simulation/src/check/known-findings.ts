@@ -39,6 +39,15 @@ function attemptOf(requestId: string): { workId: string; ordinal: number } | und
   return match ? { workId: match[1]!, ordinal: Number(match[2]) } : undefined;
 }
 
+/** The causes of the undo steps an Admit or a Settle runs itself, before it releases the lease. */
+const UNWIND_CAUSES = [
+  'nonce_preflight',
+  'pre_dispatch_cleanup',
+  'payment_declined',
+  'payment_released',
+  'not_dispatched',
+];
+
 /** Whether the hold was reversed or cancelled for one of `causes`. */
 function causeOf(world: World, holdId: string, causes: readonly string[]): boolean {
   const root = world.checker.shadow.holds.get(holdId)?.root_id;
@@ -139,14 +148,12 @@ export const KNOWN_FINDINGS: readonly KnownFinding[] = [
   {
     id: 'lease-orphaned-by-crash',
     summary:
-      'a replica that dies between rolling back a hold and releasing its lease leaves the lease reserved: nothing releases a lease of a hold that is already reversed',
+      'a replica that dies between undoing a hold (rollback, or cancellation before dispatch) and releasing its lease leaves the lease reserved: nothing releases a lease of a hold that is already closed',
     seed: 27,
     steps: 2000,
     matches: (violation, world) => {
-      const match = /lease \S+ of hold (\S+) \(reversed\) was never released/.exec(violation);
-      return (
-        match !== undefined && match !== null && causeOf(world, match[1]!, ['nonce_preflight', 'pre_dispatch_cleanup'])
-      );
+      const match = /lease \S+ of hold (\S+) \((reversed|cancelled)\) was never released/.exec(violation);
+      return match !== null && causeOf(world, match[1]!, UNWIND_CAUSES);
     },
   },
   {
@@ -179,16 +186,6 @@ export const KNOWN_FINDINGS: readonly KnownFinding[] = [
         world.checker.units.get(attempt.workId)?.ended === true &&
         !unitStarted(world, attempt.workId, found!.hold.hold_id)
       );
-    },
-  },
-  {
-    id: 'reconciler-keeps-lease',
-    summary: 'the reconciler cancels or reverses a hold that holds a runtime lease without releasing the lease',
-    seed: 42,
-    steps: 3000,
-    matches: (violation, world) => {
-      const match = /lease \S+ of hold (\S+) \((cancelled|reversed)\) was never released/.exec(violation);
-      return match !== null && causeOf(world, match[1]!, ['reconciled']);
     },
   },
   ...STALE_READ_FINDINGS,
