@@ -7,7 +7,7 @@ import { appWiring } from './wiring.js';
 const LOST_RACE_LEAK = 'was left captured (admitted: false)';
 
 describe('simulator findings', () => {
-  it.each([4, 6])(
+  it.each([4, 19])(
     'B8 B9 fixed: seed %i, an Admit run that loses the receipt race to another run’s denial gives back its capture and payment, so no hold is left captured',
     async (seed) => {
       const result = await simulate({ seed, steps: 2_000 }, appWiring);

@@ -46,6 +46,9 @@ interface Message {
 
 export class WorkQueue {
   private readonly messages = new Map<string, Message>();
+  /** Messages neither done nor out on a delivery: what a pump looks at (the map keeps every message ever queued). */
+  private readonly waiting = new Set<Message>();
+  private openCount = 0;
   private readonly workers: QueueWorker[] = [];
   private readonly busy = new Map<Owner, number>();
   private pumping = false;
@@ -65,25 +68,25 @@ export class WorkQueue {
 
   publish(workId: string, token: string): void {
     if (this.messages.has(workId)) return;
-    const now = this.scheduler.nowMs;
-    this.messages.set(workId, {
+    const message: Message = {
       work_id: workId,
       token,
       deliveries: 0,
       current: undefined,
       deadlineMs: 0,
-      availableAtMs: now,
+      availableAtMs: this.scheduler.nowMs,
       done: undefined,
       aborts: [],
-    });
+    };
+    this.messages.set(workId, message);
+    this.waiting.add(message);
+    this.openCount++;
     this.pump();
   }
 
   /** Units whose message is neither acked nor dead-lettered. */
   open(): number {
-    let open = 0;
-    for (const m of this.messages.values()) if (m.done === undefined) open++;
-    return open;
+    return this.openCount;
   }
 
   /** The caller's abort notification reaches whichever worker holds the unit now. */
@@ -102,8 +105,8 @@ export class WorkQueue {
 
   private deliverAvailable(): void {
     const now = this.scheduler.nowMs;
-    for (const message of this.messages.values()) {
-      if (message.done !== undefined || message.current !== undefined || message.availableAtMs > now) continue;
+    for (const message of this.waiting) {
+      if (message.availableAtMs > now) continue;
       const worker = this.freeWorker();
       if (!worker) return;
       this.deliver(message, worker);
@@ -120,13 +123,10 @@ export class WorkQueue {
   }
 
   private deliver(message: Message, worker: QueueWorker): void {
-    if (message.deliveries >= this.limits.deliveriesMax) {
-      message.done = 'dead';
-      this.deadLettered.push(message.work_id);
-      return;
-    }
+    if (message.deliveries >= this.limits.deliveriesMax) return this.end(message, 'dead');
     const number = ++message.deliveries;
     message.current = number;
+    this.waiting.delete(message);
     message.deadlineMs = this.scheduler.nowMs + this.limits.ackWaitMs;
     this.watchDeadline(message, number);
     this.start(message, worker, number);
@@ -161,13 +161,12 @@ export class WorkQueue {
 
   private finish(message: Message, number: number, outcome: DeliveryOutcome): void {
     if (message.done !== undefined) return this.pump();
-    if (outcome === 'ack') message.done = 'acked';
-    else if (outcome === 'term') {
-      message.done = 'dead';
-      this.deadLettered.push(message.work_id);
-    } else if (message.current === number) {
+    if (outcome === 'ack') this.end(message, 'acked');
+    else if (outcome === 'term') this.end(message, 'dead');
+    else if (message.current === number) {
       message.current = undefined;
       message.availableAtMs = this.scheduler.nowMs + this.limits.nakDelayMs;
+      this.waiting.add(message);
       this.scheduler.at(this.limits.nakDelayMs, `queue ${message.work_id} back after nak`, undefined, () =>
         this.pump(),
       );
@@ -183,7 +182,15 @@ export class WorkQueue {
       if (this.scheduler.nowMs < message.deadlineMs) return this.watchDeadline(message, number);
       message.current = undefined;
       message.availableAtMs = this.scheduler.nowMs;
+      this.waiting.add(message);
       this.pump();
     });
+  }
+
+  private end(message: Message, how: 'acked' | 'dead'): void {
+    message.done = how;
+    this.waiting.delete(message);
+    this.openCount--;
+    if (how === 'dead') this.deadLettered.push(message.work_id);
   }
 }
