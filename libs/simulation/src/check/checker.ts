@@ -12,9 +12,9 @@ import { LedgerShadow } from './ledger-shadow.js';
 import { ReceiptChains } from './receipt-chains.js';
 import { ReferenceFold } from './reference-fold.js';
 
+/** A work unit as the work stream shows it: submitted, and whether it ended. */
 export interface UnitRecord {
   ended: boolean;
-  readonly root_id: string;
 }
 
 export class Checker {
@@ -125,8 +125,7 @@ export class Checker {
     this.lastCommitMs = this.nowMs();
     for (const { event } of message.events) {
       const unit = this.units.get(event.aggregateId);
-      if (event.type === 'WorkSubmitted' && !unit)
-        this.units.set(event.aggregateId, { ended: false, root_id: String(event.payload['session_id']) });
+      if (event.type === 'WorkSubmitted' && !unit) this.units.set(event.aggregateId, { ended: false });
       if (unit && ['WorkCompleted', 'WorkFailed', 'WorkAborted'].includes(event.type)) {
         if (unit.ended) this.fail(`work unit ${event.aggregateId} ended twice`);
         unit.ended = true;
