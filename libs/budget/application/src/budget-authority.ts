@@ -31,7 +31,7 @@ import { reconcile, type Resolution } from './reconcile.handler.js';
 import { settle, type SettleCommand, type SettleResult } from './settle.handler.js';
 import { realizeUnsettled, type RealizedUnsettled } from './unsettled.handler.js';
 import { openToken, verifyProof, type AdmissionProof, type NonceClaims } from './tokens.js';
-import { TreeStore } from './tree-store.js';
+import { TreeStore, type TreeStoreSleep } from './tree-store.js';
 
 export interface BudgetAuthorityPorts {
   readonly store: EventStore;
@@ -42,6 +42,8 @@ export interface BudgetAuthorityPorts {
   readonly rail: PaymentRail;
   readonly signer: Signer;
   readonly hook?: AdmissionHook;
+  /** How the tree store waits between re-reads after a lost acknowledgement (default: a timer). */
+  readonly sleep?: TreeStoreSleep;
 }
 
 export class BudgetAuthority {
@@ -55,7 +57,7 @@ export class BudgetAuthority {
   private readonly running = new Map<string, Promise<unknown>>();
 
   constructor(ports: BudgetAuthorityPorts, limits: BudgetAuthorityLimits) {
-    const trees = new TreeStore(ports.store, ports.subjectOf, ports.clock, limits);
+    const trees = new TreeStore(ports.store, ports.subjectOf, ports.clock, limits, ports.sleep);
     this.ctx = {
       trees,
       signer: ports.signer,
@@ -176,6 +178,11 @@ export class BudgetAuthority {
   /** B21: resolves the recorded ambiguities of one tree from the stream and the rail. */
   reconcile(rootId: string): Promise<Resolution[]> {
     return reconcile(this.ctx, rootId);
+  }
+
+  /** The tree as this process holds it in memory, without a read: for audits that compare it with a replay. */
+  cachedTree(rootId: string) {
+    return this.ctx.trees.peek(rootId);
   }
 
   /** The tree's folded state: for audits and tests. */

@@ -41,7 +41,7 @@ interface WaitingStep {
   readonly reject: (error: unknown) => void;
 }
 
-interface TreeView {
+export interface TreeView {
   readonly state: TreeState;
   readonly lastSequence: number;
 }
@@ -59,6 +59,11 @@ export type StepOutcome =
 
 export type Plan = (state: TreeState) => readonly BudgetCommand[];
 
+/** Waits `ms` before a re-read; a port so that a simulation can run it on virtual time. */
+export type TreeStoreSleep = (ms: number) => Promise<void>;
+
+const timerSleep: TreeStoreSleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** A step's outcome inside a group, or the bug that failed only that step. */
 type GroupStepResult = StepOutcome | { readonly kind: 'failed'; readonly error: unknown };
 
@@ -74,6 +79,7 @@ export class TreeStore {
     private readonly subjectOf: (rootId: string) => string,
     private readonly clock: Clock,
     private readonly limits: TreeStoreLimits,
+    private readonly sleep: TreeStoreSleep = timerSleep,
   ) {
     this.queue = new KeyedQueue(limits.queueWaitingMax);
     this.group = {
@@ -103,6 +109,11 @@ export class TreeStore {
       this.firstReads.set(rootId, reading);
     }
     return reading;
+  }
+
+  /** The cached view of a tree, without any read of the stream: what an audit holds up against a replay. */
+  peek(rootId: string): TreeView | undefined {
+    return this.cache.get(rootId);
   }
 
   /** Roots this process has loaded: what a sweeper visits. */
@@ -230,7 +241,7 @@ export class TreeStore {
         const wanted = new Set(eventIds);
         return { state: view.state, present: new Set(loaded.map((e) => e.event_id).filter((id) => wanted.has(id))) };
       } catch {
-        await new Promise((resolve) => setTimeout(resolve, this.limits.truthReadDelayMs));
+        await this.sleep(this.limits.truthReadDelayMs);
       }
     }
     return { state: this.cache.get(rootId)?.state ?? initialState(), present: undefined };

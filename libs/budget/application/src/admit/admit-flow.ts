@@ -43,6 +43,11 @@ export class AdmitFlow {
   nonce: { nonce_id: string; binding: NonceBinding; expires_at_ms: number } | undefined;
   /** The hold was captured by an earlier run of this command: the flow goes on from the payment. */
   resumed = false;
+  /**
+   * Another run of this command was answered first, and not with this run's allow: this run
+   * only unwinds what it did, its facts go in without a receipt, and the answer is that one.
+   */
+  superseded: AdmitDecision | undefined;
   readonly preflight: boolean;
 
   constructor(
@@ -133,6 +138,7 @@ export class AdmitFlow {
     extras: DecisionExtras,
     facts: readonly BudgetCommand[] = [],
   ): Promise<AdmitDecision> {
+    if (this.superseded) return this.recordWithoutReceipt([...this.pending, ...facts], this.superseded);
     let written = await this.tryAnswer(verdict, reason, extras, facts);
     if (written.kind === 'rejected') {
       this.pending = [];
@@ -141,6 +147,13 @@ export class AdmitFlow {
     if (written.kind === 'rejected')
       throw new Error(`receipt for ${this.cmd.command_id} was rejected: ${written.rejection.message}`);
     return written.decision;
+  }
+
+  /** The facts of a run whose command another run answered: true of the hold, so recorded, but under no receipt. */
+  private async recordWithoutReceipt(facts: readonly BudgetCommand[], answer: AdmitDecision): Promise<AdmitDecision> {
+    this.pending = [];
+    if (facts.length > 0) await this.ctx.trees.step(this.root, () => facts);
+    return answer;
   }
 
   /** Writes the receipt only together with the pending facts and `facts`; a rejection comes back to the caller. */

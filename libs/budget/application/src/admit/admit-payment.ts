@@ -127,8 +127,19 @@ export async function allow(flow: AdmitFlow): Promise<AdmitDecision> {
   flow.meta.budget_authority.terminal = false;
   // hold_units: what the hold covers, which is less than asked when it was fitted (min_cost).
   const extras = { dispatch: true, admission_proof: proof, hold_units: moneyToWire(hold.exposure_units) };
+  const paid = flow.pending;
   const written = await flow.tryAnswer('allow', Reasons.admitted, extras, facts);
-  if (written.kind === 'answered') return written.decision;
+  if (written.kind === 'answered') {
+    const answer = written.decision;
+    if (answer.verdict === 'allow' && answer.hold_id === hold.hold_id) return answer;
+    // Another run of this command was answered first, e.g. denied after its own append went
+    // unacknowledged, while this one captured the hold and authorized the payment: nothing will
+    // dispatch on that answer, so this run gives back what it took (the payment, then the budget).
+    flow.superseded = answer;
+    flow.pending = paid.filter((f) => f.type === 'RecordPaymentStep' || f.type === 'RecordLease');
+    flow.meta.budget_authority.terminal = true;
+    return unwindAfterPayment(flow, answer.reason ?? Reasons.admitted);
+  }
   // The nonce was consumed elsewhere (B16), or the hold changed under us: unwind before anything dispatches.
   if (flow.nonce)
     flow.meta.execution_nonce = {
