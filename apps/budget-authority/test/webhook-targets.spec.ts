@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
-import { WebhooksConfig } from '@tally/platform-app';
+import { ConfigError, validateConfig, WebhooksConfig } from '@tally/platform-app';
 import { coarseDeliveryError, DELIVERY_ERRORS } from '../src/webhooks/webhook-policy.js';
 import { callWebhook, type WebhookCall } from '../src/webhooks/webhook-sender.js';
 import {
@@ -82,8 +82,7 @@ describe('ADR 0053 webhook target addresses', () => {
     expect(addressAllowed('34.119.0.1', lists)).toBe(true);
   });
 
-  it('ADR 0053 the config refuses a CIDR that is not one, and a shorthand IPv4 form', async () => {
-    const { validateConfig, ConfigError } = await import('@tally/platform-app');
+  it('ADR 0053 the config refuses a CIDR that is not one, and a shorthand IPv4 form', () => {
     for (const bad of ['10.0.0.0', '10.1/16', 'not-a-cidr', '10.0.0.0/33'])
       expect(() => validateConfig({ webhooks: { allow_cidrs: [bad] } })).toThrow(ConfigError);
     expect(

@@ -142,6 +142,8 @@ export class World {
       holdIncreasesMax: 4,
       concurrencyRetryAfterMs: 1_000,
       captureWithAuthorize: this.shape.captureWithAuthorize,
+      // The sweep that applies it runs outside the simulated world (a background task); the default stands.
+      unsettledGraceMs: 600_000,
     };
   }
 
