@@ -7,8 +7,9 @@ export function onPath(binary) {
   return spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0;
 }
 
+/** The first server of a NATS_URL-style list (the services take `nats://a:4222,nats://b:4222`). */
 export function hostPort(url, defaultPort) {
-  const parsed = new URL(url);
+  const parsed = new URL(url.split(',')[0].trim());
   return { host: parsed.hostname || '127.0.0.1', port: Number(parsed.port || defaultPort) };
 }
 

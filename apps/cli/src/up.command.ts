@@ -5,6 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
+import { parseNatsServers } from '@tally/platform-app';
 import { localAdminKey } from './local-admin-key.js';
 
 const INSTALL_NATS =
@@ -31,27 +32,41 @@ export async function up(options: UpOptions): Promise<number> {
   process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
   process.once('SIGTERM', () => void stopAll().then(() => process.exit(0)));
 
-  const nats = new URL(env['NATS_URL']);
-  const natsPort = Number(nats.port || 4222);
-  if (!(await answers(nats.hostname, natsPort))) {
+  // The services' own parser reads the setting, so `tally up` takes whatever they take: a
+  // server list, credentials in the URL, tls://. Only the servers, never the credentials, are shown.
+  const nats = natsServersOf(env['NATS_URL']);
+  if ('problem' in nats) {
+    process.stderr.write(`\ntally up: NATS_URL: ${nats.problem}\n\n`);
+    return 2;
+  }
+  const shown = nats.servers.join(', ');
+  if (await anyAnswers(nats.endpoints)) {
+    console.log(`tally up: using the NATS server at ${shown}`);
+  } else {
+    const local = privateServerPort(nats);
+    if (local === undefined) {
+      process.stderr.write(
+        `\ntally up: no NATS server answers at ${shown}. tally up starts its own nats-server only ` +
+          'for a single nats:// server on this machine; start the servers NATS_URL names, or unset it.\n\n',
+      );
+      return 1;
+    }
     if (!onPath('nats-server')) {
       process.stderr.write(`\n${INSTALL_NATS}\n\n`);
       return 1;
     }
     const store = resolve(options.root, env['TALLY_DATA_DIR'] ?? '.tally', 'nats');
     mkdirSync(store, { recursive: true });
-    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', store], {
+    const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(local), '-js', '-sd', store], {
       stdio: 'ignore',
     });
     started.push({ name: 'nats-server', child });
-    if (!(await waitFor(() => answers('127.0.0.1', natsPort), 10_000))) {
-      process.stderr.write(`\nnats-server did not start on port ${natsPort}.\n\n`);
+    if (!(await waitFor(() => answers('127.0.0.1', local), 10_000))) {
+      process.stderr.write(`\nnats-server did not start on port ${local}.\n\n`);
       await stopAll();
       return 1;
     }
-    console.log(`tally up: started nats-server with JetStream on ${env['NATS_URL']} (store ${store})`);
-  } else {
-    console.log(`tally up: using the NATS server at ${env['NATS_URL']}`);
+    console.log(`tally up: started nats-server with JetStream on ${shown} (store ${store})`);
   }
 
   const services = [
@@ -118,6 +133,41 @@ export async function up(options: UpOptions): Promise<number> {
   );
   await new Promise(() => undefined);
   return 0;
+}
+
+interface NatsServers {
+  /** Each server as the services connect to it, without credentials. */
+  readonly servers: readonly string[];
+  readonly endpoints: readonly { readonly scheme: string; readonly host: string; readonly port: number }[];
+}
+
+/** The NATS_URL setting as the services read it (parseNatsServers), with each server's host and port. */
+export function natsServersOf(setting: string): NatsServers | { readonly problem: string } {
+  const parsed = parseNatsServers(setting);
+  if ('problem' in parsed) return parsed;
+  const endpoints = parsed.servers.map((server) => {
+    const url = new URL(server);
+    // A bracketed IPv6 literal is a URL's spelling; a socket wants the bare address.
+    return {
+      scheme: url.protocol.slice(0, -1),
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port || 4222),
+    };
+  });
+  return { servers: parsed.servers, endpoints };
+}
+
+/** The port to start a private server on: only for one plain server on this machine, never a cluster or TLS. */
+export function privateServerPort(nats: NatsServers): number | undefined {
+  if (nats.endpoints.length !== 1) return undefined;
+  const only = nats.endpoints[0]!;
+  const loopback = only.host === 'localhost' || only.host === '::1' || /^127\./.test(only.host);
+  return only.scheme === 'nats' && loopback ? only.port : undefined;
+}
+
+async function anyAnswers(endpoints: NatsServers['endpoints']): Promise<boolean> {
+  const probes = await Promise.all(endpoints.map((e) => answers(e.host, e.port)));
+  return probes.includes(true);
 }
 
 function onPath(binary: string): boolean {
