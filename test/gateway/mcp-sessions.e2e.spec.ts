@@ -12,6 +12,7 @@ const PER_CAPABILITY = 2;
 const PER_TENANT = 3;
 const PER_REPLICA = 5;
 const IDLE_MS = 4_000;
+const HANG_MS = IDLE_MS + 3_000;
 /** The idle time plus the sweeper's period and a margin for a busy shared machine. */
 const IDLE_END_WAIT_MS = IDLE_MS + 1_000 + 2_000;
 
@@ -25,7 +26,15 @@ const h = meteredHarness(
     TALLY__ORCHESTRATOR__MCP_SESSION_IDLE_MS: String(IDLE_MS),
   },
   () => ({
-    tool_servers: [{ name: 'calc', url: tools.url, tools: { add: { cost_units_per_call: 1, currency: 'USD' } } }],
+    tool_servers: [
+      {
+        name: 'calc',
+        url: tools.url,
+        tools: { add: { cost_units_per_call: 1, currency: 'USD' }, hang: { cost_units_per_call: 1, currency: 'USD' } },
+        // Longer than the idle time: a call still running must hold its session open.
+        timeout_ms: HANG_MS,
+      },
+    ],
   }),
 );
 
@@ -42,12 +51,18 @@ afterAll(async () => {
 
 const subjectKey = () => generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
 
-async function issue(options: { tenant?: string; ttlSeconds?: number; parentId?: string } = {}) {
+async function issue(options: { tenant?: string; ttlSeconds?: number; parentId?: string; tool?: string } = {}) {
   const cap = await authorityCall(h, 'POST', '/v1/capabilities', {
     subject_public_key: subjectKey(),
     ttl_seconds: options.ttlSeconds ?? 3600,
     grants: [
-      { server_id: 'calc', tool_name: 'add', max_invocations: 100, max_cost_per_invocation: 10, currency: 'USD' },
+      {
+        server_id: 'calc',
+        tool_name: options.tool ?? 'add',
+        max_invocations: 100,
+        max_cost_per_invocation: 10,
+        currency: 'USD',
+      },
     ],
     ...(options.tenant === undefined ? {} : { tenant_id: options.tenant }),
     ...(options.parentId === undefined ? {} : { parent_id: options.parentId }),
@@ -137,6 +152,16 @@ describe('issue 18 item 4: MCP session quotas and ends', () => {
     await Promise.all([end(sessions[1]!), end(other), end(again)]);
   });
 
+  it('issue 18 item 4 concurrent initializes of one capability never pass mcp_sessions_per_capability_max', async () => {
+    await noneOpen();
+    const cap = await issue();
+    const opened = await Promise.allSettled(Array.from({ length: 8 }, () => open(cap.token)));
+    const ok = opened.filter((o) => o.status === 'fulfilled');
+    expect(ok).toHaveLength(PER_CAPABILITY);
+    expect(await metric('tally_mcp_sessions_open')).toBe(PER_CAPABILITY);
+    await Promise.all(ok.map((o) => end(o.value)));
+  });
+
   it('issue 18 item 4 a tenant holds at most mcp_sessions_per_tenant_max sessions across its capabilities, and the replica at most mcp_sessions_max across tenants (429 naming each)', async () => {
     await noneOpen();
     const [x, y, z] = [
@@ -180,6 +205,21 @@ describe('issue 18 item 4: MCP session quotas and ends', () => {
     const next = await open(cap.token);
     await Promise.all([end(busy), end(next)]);
     await idle.client.close();
+  }, 60_000);
+
+  it('issue 18 item 4 a tool call still running holds its session open past the idle time', async () => {
+    await noneOpen();
+    const cap = await issue({ tool: 'hang' });
+    const session = await open(cap.token);
+    const idleBefore = await ended('idle');
+    const started = Date.now();
+    const hung = await session.client.callTool({ name: 'calc__hang', arguments: {} });
+    expect(Date.now() - started).toBeGreaterThan(IDLE_MS);
+    expect(hung.isError).toBe(true);
+    // Still open: the idle time counts from the call's answer.
+    await session.client.ping();
+    expect(await ended('idle')).toBe(idleBefore);
+    await end(session);
   }, 60_000);
 
   it('issue 18 item 4 a session ends when its token expires, though it is in use', async () => {
