@@ -213,7 +213,9 @@ describe('issue 18 item 4: MCP session quotas and ends', () => {
     const session = await open(cap.token);
     const idleBefore = await ended('idle');
     const started = Date.now();
-    const hung = await session.client.callTool({ name: 'calc__hang', arguments: {} });
+    const hung = await session.client.callTool({ name: 'calc__hang', arguments: {} }, undefined, {
+      timeout: HANG_MS + 15_000,
+    });
     expect(Date.now() - started).toBeGreaterThan(IDLE_MS);
     expect(hung.isError).toBe(true);
     // Still open: the idle time counts from the call's answer.
