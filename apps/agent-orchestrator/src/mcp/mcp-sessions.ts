@@ -123,10 +123,16 @@ export class McpSessions {
     return this.all.size;
   }
 
-  /** Counts a new session of `caller` against every quota, or names the first that is full. */
-  admit(caller: CapabilityPrincipal, close: () => Promise<void>): SessionSlot | SessionRefusal {
+  /**
+   * Counts a new session of `caller` against every quota, or names the first that is full.
+   * `revoked` when the view learned of a revocation after the guard let the request in: asked
+   * here, in the same turn as the count, no revocation can fall between the two (one heard
+   * before is seen now, one heard after finds the session counted).
+   */
+  admit(caller: CapabilityPrincipal, close: () => Promise<void>): SessionSlot | SessionRefusal | 'revoked' {
     const { limits } = this.o;
     const owner = this.ownerOf(caller);
+    if (owner.lineage.some((id) => this.o.isRevoked(id))) return 'revoked';
     const refusal =
       this.full(
         this.byCapability.get(owner.capabilityId),
@@ -170,7 +176,7 @@ export class McpSessions {
     await slot.close().catch((error: unknown) => this.o.onError(error));
   }
 
-  /** Ends the sessions no request touched for the idle time, and those whose token expired. */
+  /** Ends the sessions whose token expired, and those no request touched for the idle time. */
   sweep(): void {
     const now = this.o.nowMs();
     for (const slot of this.all) {
@@ -185,9 +191,12 @@ export class McpSessions {
     this.revocationCheckPending = true;
     setImmediate(() => {
       this.revocationCheckPending = false;
-      for (const slot of this.all)
-        if (slot.owner.lineage.some((id) => this.o.isRevoked(id))) void this.end(slot, 'revoked');
+      for (const slot of this.all) if (this.revoked(slot)) void this.end(slot, 'revoked');
     });
+  }
+
+  private revoked(slot: SessionSlot): boolean {
+    return slot.owner.lineage.some((id) => this.o.isRevoked(id));
   }
 
   private ownerOf(caller: CapabilityPrincipal): SessionOwner {

@@ -7,7 +7,7 @@ import { All, Controller, Inject, Req, Res } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
+import { Access, Caller, SubjectSigned, tokenRevoked, type Principal } from '@tally/platform-auth';
 import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Response } from '../gateway/express-response.js';
@@ -64,6 +64,7 @@ export class McpController {
     if (ceiling && 'invalid' in ceiling)
       return void res.status(400).json({ jsonrpc: '2.0', error: { code: -32602, message: ceiling.invalid }, id: null });
     const session = await this.open(caller, ceiling);
+    if (session === 'revoked') throw tokenRevoked(`capability ${caller.capability_id} was revoked`);
     if ('quota' in session) return refuse(res, session);
     await this.serve(session, req, res, caller);
     // A first request that was not `initialize` leaves a transport without a session: free it now.
@@ -82,7 +83,10 @@ export class McpController {
     await session.transport.handleRequest(req, res, req.body);
   }
 
-  private async open(caller: CapabilityCaller, ceiling: SessionCeiling | undefined): Promise<Session | SessionRefusal> {
+  private async open(
+    caller: CapabilityCaller,
+    ceiling: SessionCeiling | undefined,
+  ): Promise<Session | SessionRefusal | 'revoked'> {
     const server = new Server({ name: 'tally', version: '1' }, { capabilities: { tools: {} } });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -93,7 +97,7 @@ export class McpController {
       if (transport.sessionId) this.sessions.delete(transport.sessionId);
       await server.close();
     });
-    if ('quota' in slot) return slot;
+    if (slot === 'revoked' || 'quota' in slot) return slot;
     const session: Session = { transport, capabilityId: caller.capability_id, ceiling, slot, caller };
     // However the transport closes (DELETE, or closed here), the session ends once.
     transport.onclose = () => void this.quotas.end(slot, 'closed');
