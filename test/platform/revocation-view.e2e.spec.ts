@@ -1,4 +1,4 @@
-// Proves ADR 0049's revocation view on a real nats-server: its bucket, made as ADR 0051 makes every bucket, keeps an entry a year and takes no roll-up or purge; the view reads the revocations bucket to its end before it serves, follows new entries and deletions, skips an entry that does not decode, starts on a bucket whose entries have all aged out, and makes the capability verifier refuse a token whose capability or root is revoked.
+// Proves ADR 0049's revocation view on a real nats-server: its bucket, made as ADR 0051 makes every bucket, keeps an entry a year and takes no roll-up or purge; the view reads the revocations bucket to its end before it serves, follows new entries and deletions, skips an entry that does not decode, starts on a bucket whose entries have all aged out, makes the capability verifier refuse a token whose capability or root is revoked, and tells listeners of each revocation it learns (ADR 0054).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -91,6 +91,27 @@ describe('ADR 0049: the revocation view', () => {
     // A revocation older than the retention names only expired tokens.
     v.note([record('cap_ancient', Date.now() - 2 * 3_600_000)]);
     expect(v.isRevoked('cap_ancient')).toBe(false);
+  });
+
+  it('ADR 0054 the view tells its listeners of each revocation it learns, from the bucket or noted, and a listener that throws stops neither the view nor the others', async () => {
+    const bucket = `${names.revocationsBucket}_HEARD`;
+    await ensureKvBucket(js, { ...revocationsBucketSpec(names, 1), bucket });
+    const writer = await RevocationWriter.open(js, bucket, 5_000);
+    const v = view(bucket);
+    await v.start();
+    const heard: string[] = [];
+    v.onRevoked(() => {
+      throw new Error('a broken listener');
+    });
+    const stop = v.onRevoked((id) => heard.push(id));
+    await writer.write([record('cap_heard'), record('cap_heard--child')]);
+    await until('both entries heard', () => heard.length === 2);
+    v.note([record('cap_noted')]);
+    expect(heard).toEqual(['cap_heard', 'cap_heard--child', 'cap_noted']);
+    stop();
+    await writer.write([record('cap_unheard')]);
+    await until('the entry after the unsubscription', () => v.isRevoked('cap_unheard'));
+    expect(heard).toHaveLength(3);
   });
 
   it('ADR 0049 a view starts at once on a bucket whose entries have all aged out', async () => {

@@ -34,6 +34,7 @@ import { ModelCatalog } from './gateway/model-catalog.js';
 import { RejectedDropIn } from './gateway/rejected-drop-in.js';
 import { CapabilityGrants } from './mcp/capability-grants.js';
 import { McpController } from './mcp/mcp.controller.js';
+import { McpSessions } from './mcp/mcp-sessions.js';
 import { ToolAwareGateway } from './mcp/tool-aware-gateway.js';
 import { ToolCalls } from './mcp/tool-calls.js';
 import { ToolServers } from './mcp/tool-servers.js';
@@ -63,6 +64,8 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
   // Read before anything connects, so a bad JWKS file stops the boot at once, naming the setting.
   const oidc = oidcVerifierOf(config);
   let tools: ToolServers | undefined;
+  let mcpSessions: McpSessions | undefined;
+  const mcpSessionsOf = (ctx: HostContext) => (mcpSessions ??= startMcpSessions(ctx, directory!));
   const toolServersOf = () =>
     (tools ??= new ToolServers(
       config.tool_servers,
@@ -97,6 +100,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
           { provide: ToolServers, useValue: toolServersOf() },
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
+          { provide: McpSessions, useValue: mcpSessionsOf(ctx) },
           { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }, ctx.quarantine) },
           { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
@@ -115,7 +119,14 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
         publishTimeoutMs: ctx.config.nats.publish_timeout_ms,
       });
       const stopDirectory = { name: 'directory', stop: async () => directory?.stop() };
-      return [await startSubmissionServer(rt, directory!.capabilityTokens), sweeper, ...workers, stopDirectory];
+      const stopSessions = { name: 'mcp-sessions', stop: async () => mcpSessions?.stop() };
+      return [
+        stopSessions,
+        await startSubmissionServer(rt, directory!.capabilityTokens),
+        sweeper,
+        ...workers,
+        stopDirectory,
+      ];
     },
   };
 }
@@ -135,6 +146,27 @@ function startOrchestratorDirectory(ctx: HostContext, oidc: OidcVerifier | undef
     nowMs: () => Date.now(),
     onError: (error) => ctx.logger.error(error),
   });
+}
+
+/** The MCP sessions' quotas and ends (ADR 0054), told of revocations by the directory's view. */
+function startMcpSessions(ctx: HostContext, directory: DirectoryRuntime): McpSessions {
+  const o = ctx.config.orchestrator;
+  const sessions = new McpSessions({
+    limits: {
+      sessionsMax: o.mcp_sessions_max,
+      perCapabilityMax: o.mcp_sessions_per_capability_max,
+      perTenantMax: o.mcp_sessions_per_tenant_max,
+      idleMs: o.mcp_session_idle_ms,
+    },
+    nowMs: () => Date.now(),
+    registry: ctx.metrics.registry,
+    isRevoked: (id) => directory.revocations.isRevoked(id),
+    onRevoked: (listener) => directory.revocations.onRevoked(listener),
+    parentOf: (token) => directory.capabilityTokens.claimsOf(token)?.parent_id,
+    onError: (error) => ctx.logger.error(error),
+  });
+  sessions.start();
+  return sessions;
 }
 
 async function startWorkers(

@@ -1,12 +1,13 @@
 // POST /mcp (with GET and DELETE for its session): an MCP server on the Streamable HTTP
 // transport of the official SDK, facing agents. Each session belongs to the capability that
 // opened it; tools/list offers `<server>__<tool>` for every priced tool its grants allow, and
-// tools/call runs a governed tool call (tool-calls.ts).
+// tools/call runs a governed tool call (tool-calls.ts). Sessions are counted and ended by
+// McpSessions (quotas, idle time, token expiry and revocation, ADR 0054).
 import { All, Controller, Inject, Req, Res } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
+import { Access, Caller, SubjectSigned, tokenRevoked, type Principal } from '@tally/platform-auth';
 import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Response } from '../gateway/express-response.js';
@@ -14,6 +15,7 @@ import { CapabilityGrants, granted } from './capability-grants.js';
 import { ToolCalls } from './tool-calls.js';
 import { ToolServers } from './tool-servers.js';
 import { ceilingOf, SessionCeiling } from './session-ceiling.js';
+import { McpSessions, type SessionRefusal, type SessionSlot } from './mcp-sessions.js';
 
 type CapabilityCaller = Extract<Principal, { kind: 'capability' }>;
 
@@ -21,11 +23,10 @@ interface Session {
   readonly transport: StreamableHTTPServerTransport;
   readonly capabilityId: string;
   readonly ceiling: SessionCeiling | undefined;
+  readonly slot: SessionSlot;
   caller: CapabilityCaller;
 }
 
-/** Open sessions per process; past it a new one is refused until others end. */
-const SESSIONS_MAX = 10_000;
 const SEPARATOR = '__';
 
 @Controller('mcp')
@@ -36,6 +37,7 @@ export class McpController {
     @Inject(ToolServers) private readonly servers: ToolServers,
     @Inject(ToolCalls) private readonly calls: ToolCalls,
     @Inject(CapabilityGrants) private readonly grants: CapabilityGrants,
+    @Inject(McpSessions) private readonly quotas: McpSessions,
   ) {}
 
   @All()
@@ -49,35 +51,56 @@ export class McpController {
   ): Promise<void> {
     if (caller.kind !== 'capability') throw new Error('the access guard admits only capability tokens here');
     const id = req.headers['mcp-session-id'];
-    const existing = typeof id === 'string' ? this.sessions.get(id) : undefined;
-    if (typeof id === 'string' && (!existing || existing.capabilityId !== caller.capability_id))
-      return void res
-        .status(404)
-        .json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
-    const ceiling = existing ? existing.ceiling : ceilingOf(req.headers['x-tally-dispatch-ceiling']);
+    if (typeof id === 'string') {
+      // An ended session is unknown, as the transport's spec says: the client opens a new one.
+      const existing = this.sessions.get(id);
+      if (!existing || existing.capabilityId !== caller.capability_id)
+        return void res
+          .status(404)
+          .json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+      return this.serve(existing, req, res, caller);
+    }
+    const ceiling = ceilingOf(req.headers['x-tally-dispatch-ceiling']);
     if (ceiling && 'invalid' in ceiling)
       return void res.status(400).json({ jsonrpc: '2.0', error: { code: -32602, message: ceiling.invalid }, id: null });
-    const session = existing ?? (await this.open(caller, ceiling));
-    if (!session)
-      return void res
-        .status(503)
-        .json({ jsonrpc: '2.0', error: { code: -32000, message: 'too many MCP sessions' }, id: null });
+    const session = await this.open(caller, ceiling);
+    if (session === 'revoked') throw tokenRevoked(`capability ${caller.capability_id} was revoked`);
+    if ('quota' in session) return refuse(res, session);
+    await this.serve(session, req, res, caller);
+    // A first request that was not `initialize` leaves a transport without a session: free it now.
+    if (session.transport.sessionId === undefined) await this.quotas.end(session.slot, 'unused');
+  }
+
+  private async serve(
+    session: Session,
+    req: IncomingMessage & { body?: unknown },
+    res: Response,
+    caller: CapabilityCaller,
+  ): Promise<void> {
     session.caller = caller;
+    // A GET only listens for what the server sends: it keeps no call running, so it does not hold the session open.
+    res.once('close', this.quotas.begin(session.slot, req.method !== 'GET'));
     await session.transport.handleRequest(req, res, req.body);
   }
 
-  private async open(caller: CapabilityCaller, ceiling: SessionCeiling | undefined): Promise<Session | undefined> {
-    if (this.sessions.size >= SESSIONS_MAX) return undefined;
+  private async open(
+    caller: CapabilityCaller,
+    ceiling: SessionCeiling | undefined,
+  ): Promise<Session | SessionRefusal | 'revoked'> {
     const server = new Server({ name: 'tally', version: '1' }, { capabilities: { tools: {} } });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sid) => void this.sessions.set(sid, session),
-      onsessionclosed: (sid) => void this.sessions.delete(sid),
     });
-    const session: Session = { transport, capabilityId: caller.capability_id, ceiling, caller };
-    transport.onclose = () => {
+    // Counted before anything awaits, so concurrent opens cannot pass a quota between them.
+    const slot = this.quotas.admit(caller, async () => {
       if (transport.sessionId) this.sessions.delete(transport.sessionId);
-    };
+      await server.close();
+    });
+    if (slot === 'revoked' || 'quota' in slot) return slot;
+    const session: Session = { transport, capabilityId: caller.capability_id, ceiling, slot, caller };
+    // However the transport closes (DELETE, or closed here), the session ends once.
+    transport.onclose = () => void this.quotas.end(slot, 'closed');
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.offered(session.caller) }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const [name, tool] = splitName(request.params.name);
@@ -115,6 +138,26 @@ export class McpController {
     );
     return lists.flat();
   }
+}
+
+/** 429 naming the full quota, with when a session of its scope could end by itself. */
+function refuse(res: Response, refusal: SessionRefusal): void {
+  const retryAfterS =
+    refusal.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(refusal.retryAfterMs / 1000));
+  if (retryAfterS !== undefined) res.set({ 'retry-after': String(retryAfterS) });
+  res.status(429).json({
+    jsonrpc: '2.0',
+    error: {
+      code: -32000,
+      message: `too many MCP sessions: ${refusal.quota} (${refusal.limit}) is reached`,
+      data: {
+        quota: refusal.quota,
+        limit: refusal.limit,
+        ...(retryAfterS === undefined ? {} : { retry_after_s: retryAfterS }),
+      },
+    },
+    id: null,
+  });
 }
 
 function splitName(name: string): [string | undefined, string | undefined] {

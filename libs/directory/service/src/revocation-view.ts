@@ -41,6 +41,8 @@ export class RevocationView implements RevocationLookup {
   private messages: ConsumerMessages | undefined;
   private loop: Promise<void> | undefined;
   private readonly waiters = new Set<{ sequence: number; resolve: () => void }>();
+  /** Told of each revocation as the view learns it, so what a token holds open can end at once. */
+  private readonly listeners = new Set<(capabilityId: string) => void>();
 
   constructor(private readonly options: RevocationViewOptions) {
     this.prefix = `$KV.${options.bucket}.`;
@@ -80,7 +82,16 @@ export class RevocationView implements RevocationLookup {
 
   /** The authority's own revocations, known here before the bucket delivers them back. */
   note(records: readonly RevocationRecord[]): void {
-    for (const r of records) this.revoked.set(r.capability_id, r.revoked_at_ms);
+    for (const r of records) {
+      this.revoked.set(r.capability_id, r.revoked_at_ms);
+      this.tell(r.capability_id);
+    }
+  }
+
+  /** Calls `listener` with each capability id the view learns is revoked; returns its removal. */
+  onRevoked(listener: (capabilityId: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
   }
 
   /** Resolves once the view has applied `sequence` of the bucket's stream; throws after `timeoutMs`. */
@@ -135,7 +146,20 @@ export class RevocationView implements RevocationLookup {
       return;
     }
     const record = decodeRevocation(key, data);
-    if (record) this.revoked.set(key, record.revoked_at_ms);
+    if (!record) return;
+    this.revoked.set(key, record.revoked_at_ms);
+    this.tell(key);
+  }
+
+  /** A listener that throws is reported, never allowed to stop the view. */
+  private tell(capabilityId: string): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(capabilityId);
+      } catch (error) {
+        this.options.onError(error);
+      }
+    }
   }
 
   private wake(): void {

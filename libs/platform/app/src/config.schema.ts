@@ -232,6 +232,15 @@ export class OrchestratorConfig {
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   authority_url?: string;
   @IsInt() @Min(0) @Max(3_600_000) authority_keys_cooldown_ms = 30_000;
+  /**
+   * MCP sessions open at once on this replica (ADR 0054), in all, per capability and per
+   * tenant; past one of them `initialize` is answered 429 naming it. A session no request
+   * touched for mcp_session_idle_ms ends, as does one whose token expires or is revoked.
+   */
+  @IsInt() @Min(1) @Max(100_000) mcp_sessions_max = 10_000;
+  @IsInt() @Min(1) @Max(100_000) mcp_sessions_per_capability_max = 64;
+  @IsInt() @Min(1) @Max(100_000) mcp_sessions_per_tenant_max = 2_500;
+  @IsInt() @Min(1_000) @Max(86_400_000) mcp_session_idle_ms = 900_000;
 }
 
 export class ProjectionsConfig {

@@ -27,6 +27,13 @@ export function unauthorized(message: string): ProblemException {
   });
 }
 
+/** A capability whose token, parent or root was revoked (ADR 0049): refused before the ledger is asked. */
+export function tokenRevoked(message: string): ProblemException {
+  return new ProblemException(401, 'token_revoked', 'The capability was revoked', [], message, {
+    'WWW-Authenticate': WWW_AUTHENTICATE,
+  });
+}
+
 export function forbidden(message = 'this credential may not make this call'): ProblemException {
   return new ProblemException(403, 'forbidden', 'The credential may not do this', [], message);
 }
@@ -100,10 +107,7 @@ export class AccessGuard implements CanActivate {
         result.message,
       );
     // Named apart (ADR 0049): a revoked token is refused here, before it reaches the ledger.
-    if (result.refused === 'revoked')
-      throw new ProblemException(401, 'token_revoked', 'The capability was revoked', [], result.message, {
-        'WWW-Authenticate': WWW_AUTHENTICATE,
-      });
+    if (result.refused === 'revoked') throw tokenRevoked(result.message);
     throw unauthorized(result.message);
   }
 }
