@@ -1,7 +1,7 @@
-// Node ESM loader hooks that run Tally's TypeScript sources directly.
-// Why a loader instead of a build step: the apps, CLI, tests and benchmarks all run
-// the same sources with decorator metadata (which Nest's DI needs), and the
-// workspace aliases (@tally/*) resolve from tsconfig.base.json, the one source of truth.
+// Node ESM loader hooks that run Tally's TypeScript sources directly, in development, tests and
+// benchmarks: no build step between an edit and a run. The image runs the compiled build instead
+// (tools/build.mjs, ADR 0056), with the same swc options and the same aliases, read here from
+// tsconfig.base.json, the one source of truth.
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, resolve as resolvePath } from 'node:path';
