@@ -1,5 +1,6 @@
 // One Jest run for the whole workspace, in ESM mode because Nest 12 ships only ES modules.
 import { readFileSync } from 'node:fs';
+import { swcOptions } from './tools/swc-options.mjs';
 
 const paths = JSON.parse(readFileSync(new URL('./tsconfig.base.json', import.meta.url), 'utf8')).compilerOptions.paths;
 const aliasMapper = Object.fromEntries(
@@ -9,17 +10,7 @@ const aliasMapper = Object.fromEntries(
   ]),
 );
 
-const swc = [
-  '@swc/jest',
-  {
-    jsc: {
-      target: 'es2022',
-      parser: { syntax: 'typescript', decorators: true },
-      transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
-    },
-    module: { type: 'es6' },
-  },
-];
+const swc = ['@swc/jest', swcOptions];
 
 export default {
   testEnvironment: 'node',

@@ -1,6 +1,9 @@
-// `npm start`: the local stack (`tally up`). Prerequisites are checked by the CLI, which
-// says what to install instead of failing with a stack trace.
+// `npm start`: the local stack (`tally up`). The Node version is checked here, the rest by the
+// CLI; both say what to install instead of failing with a stack trace.
 import { spawn } from 'node:child_process';
+import { checkNode } from './prereqs.mjs';
+
+checkNode();
 
 const child = spawn(
   process.execPath,

@@ -4,8 +4,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { answers, fail, hostPort, installHelp, onPath } from './prereqs.mjs';
+import { answers, checkNode, fail, hostPort, installHelp, onPath } from './prereqs.mjs';
 
+checkNode();
 const env = { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' };
 env.NATS_URL ??= 'nats://127.0.0.1:4222';
 

@@ -1,11 +1,12 @@
-// Node ESM loader hooks that run Tally's TypeScript sources directly.
-// Why a loader instead of a build step: the apps, CLI, tests and benchmarks all run
-// the same sources with decorator metadata (which Nest's DI needs), and the
-// workspace aliases (@tally/*) resolve from tsconfig.base.json, the one source of truth.
+// Node ESM loader hooks that run Tally's TypeScript sources directly, in development, tests and
+// benchmarks: no build step between an edit and a run. The image runs the compiled build instead
+// (tools/build.mjs, ADR 0056), with the same swc options and the same aliases, read here from
+// tsconfig.base.json, the one source of truth.
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { transformSync } from '@swc/core';
+import { swcOptions } from './swc-options.mjs';
 
 const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
 const paths = JSON.parse(readFileSync(resolvePath(root, 'tsconfig.base.json'), 'utf8')).compilerOptions.paths;
@@ -27,15 +28,6 @@ export async function resolve(specifier, context, nextResolve) {
 export async function load(url, context, nextLoad) {
   if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context);
   const filename = fileURLToPath(url);
-  const { code } = transformSync(readFileSync(filename, 'utf8'), {
-    filename,
-    sourceMaps: 'inline',
-    jsc: {
-      target: 'es2022',
-      parser: { syntax: 'typescript', decorators: true },
-      transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
-    },
-    module: { type: 'es6' },
-  });
+  const { code } = transformSync(readFileSync(filename, 'utf8'), { ...swcOptions, filename, sourceMaps: 'inline' });
   return { format: 'module', source: code, shortCircuit: true };
 }

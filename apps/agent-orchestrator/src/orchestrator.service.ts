@@ -6,6 +6,7 @@ import { DEFAULT_GATEWAY_OPTIONS, ProviderRegistry } from '@tally/orchestrator-p
 import { projector } from './projector.js';
 import {
   oidcVerifierOf,
+  moduleUrl,
   type BackgroundTask,
   type HostContext,
   type ServiceDefinition,
@@ -76,7 +77,7 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
     service: 'agent-orchestrator',
     httpPort: config.orchestrator.http_port,
     metricsPort: config.orchestrator.metrics_port,
-    projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
+    projector: { url: moduleUrl('./projector', import.meta.url).href, module: projector },
     openapi: orchestratorOpenApi,
     access: async (ctx) => {
       directory = await startOrchestratorDirectory(ctx, oidc);

@@ -3,6 +3,7 @@
 import {
   BUDGET_COMMANDS_CONCURRENCY_MAX,
   oidcVerifierOf,
+  moduleUrl,
   type BackgroundTask,
   type HostContext,
   type ServiceDefinition,
@@ -55,7 +56,7 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
     service: 'budget-authority',
     httpPort: config.authority.http_port,
     metricsPort: config.authority.metrics_port,
-    projector: { url: new URL('./projector.ts', import.meta.url).href, module: projector },
+    projector: { url: moduleUrl('./projector', import.meta.url).href, module: projector },
     openapi: authorityOpenApi,
     access: async (ctx) => {
       missingActive = (active, used) =>

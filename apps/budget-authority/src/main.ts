@@ -1,4 +1,6 @@
 // budget-authority: issues signed capabilities and admits paid invocations.
+// Reflect.metadata must exist before the first decorated class is defined; compiled, no loader imports it.
+import 'reflect-metadata';
 import { bootOrExit, loadConfig, runService } from '@tally/platform-app';
 import { authorityService } from './authority.service.js';
 

@@ -3,6 +3,8 @@
 // an action imports its implementation (`*.command.ts`, or a folder of its own) when it
 // runs, so `tally` starts fast whatever the other commands load. Options shared by every
 // command (--authority, --orchestrator, --key, --json) and the exit codes are in cli/program.ts.
+// Reflect.metadata must exist before the first decorated class is defined; compiled, no loader imports it.
+import 'reflect-metadata';
 import { runCli, tallyProgram } from './cli/program.js';
 import { auditCommand } from './commands/audit.js';
 import { backupCommand } from './commands/backup.js';

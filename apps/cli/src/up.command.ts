@@ -5,7 +5,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
-import { parseNatsServers } from '@tally/platform-app';
+import { fileURLToPath } from 'node:url';
+import { fromSources, moduleUrl, parseNatsServers } from '@tally/platform-app';
 import { localAdminKey } from './local-admin-key.js';
 
 const INSTALL_NATS =
@@ -72,13 +73,13 @@ export async function up(options: UpOptions): Promise<number> {
   const services = [
     {
       name: 'budget-authority',
-      main: 'apps/budget-authority/src/main.ts',
+      main: moduleUrl('../../budget-authority/src/main', import.meta.url),
       port: Number(env['AUTHORITY_HTTP_PORT'] ?? 7401),
       metricsPort: Number(env['AUTHORITY_METRICS_PORT'] ?? 9464),
     },
     {
       name: 'agent-orchestrator',
-      main: 'apps/agent-orchestrator/src/main.ts',
+      main: moduleUrl('../../agent-orchestrator/src/main', import.meta.url),
       port: Number(env['ORCHESTRATOR_HTTP_PORT'] ?? 7402),
       metricsPort: Number(env['ORCHESTRATOR_METRICS_PORT'] ?? 9465),
     },
@@ -86,7 +87,9 @@ export async function up(options: UpOptions): Promise<number> {
   // The authority's web console reads work timelines from this stack's orchestrator (ADR 0034).
   env['TALLY__CONSOLE__ORCHESTRATOR_URL'] ??= `http://127.0.0.1:${services[1]!.port}`;
   for (const service of services) {
-    const child = spawn(process.execPath, ['--import', './tools/register.mjs', service.main], {
+    // From the sources through the loader; compiled (dist/, ADR 0056), as plain JavaScript.
+    const loader = fromSources(import.meta.url) ? ['--import', './tools/register.mjs'] : [];
+    const child = spawn(process.execPath, [...loader, fileURLToPath(service.main)], {
       cwd: options.root,
       env,
       stdio: ['ignore', 'inherit', 'inherit'],

@@ -25,6 +25,13 @@ export interface ServiceProcessOptions {
   readonly readyTimeoutMs?: number;
   /** Wait for /readyz before returning (default true). */
   readonly waitReady?: boolean;
+  /**
+   * Node's arguments that run the service, e.g. `['dist/apps/budget-authority/src/main.js']` for the
+   * compiled build (ADR 0056). Default: its TypeScript sources through the loader.
+   */
+  readonly command?: readonly string[];
+  /** The service's working directory (default: this process's). */
+  readonly cwd?: string;
 }
 
 export class ServiceProcess {
@@ -61,8 +68,9 @@ export class ServiceProcess {
     // Set TALLY_SERVICE_CPU_PROF_DIR to get a CPU profile of every service a test or bench starts.
     const profileDir = process.env['TALLY_SERVICE_CPU_PROF_DIR'];
     const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-    const child = spawn(process.execPath, [...profile, '--import', './tools/register.mjs', MAIN[options.service]], {
-      cwd: process.cwd(),
+    const command = options.command ?? ['--import', './tools/register.mjs', MAIN[options.service]];
+    const child = spawn(process.execPath, [...profile, ...command], {
+      cwd: options.cwd ?? process.cwd(),
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -12,6 +12,7 @@ export * from './projection-host.js';
 export * from './service-host.js';
 export * from './service-database.js';
 export * from './projector.js';
+export * from './module-url.js';
 export * from './projection-thread.js';
 export * from './projection-set.js';
 export * from './replay.js';

@@ -7,6 +7,7 @@ import type { DataSource } from 'typeorm';
 import type { JsonLogger } from './json-logger.js';
 import type { ReadinessCheck } from './health.js';
 import type { Projections } from './projection-host.js';
+import { moduleUrl } from './module-url.js';
 
 export interface ProjectionThreadData {
   readonly service: string;
@@ -37,7 +38,7 @@ export interface ProjectionThreadOptions extends ProjectionThreadData {
   readonly onQuarantined?: (entry: QuarantineEntry) => void;
 }
 
-const WORKER_URL = new URL('./projection-thread.worker.ts', import.meta.url);
+const WORKER_URL = moduleUrl('./projection-thread.worker', import.meta.url);
 
 export class ProjectionThread implements Projections {
   private worker: Worker | undefined;

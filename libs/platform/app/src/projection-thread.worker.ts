@@ -2,6 +2,8 @@
 // loop, running the service's projections under the same lease as before. It tells the
 // main thread every checkpoint it commits (so requests waiting to read their own write
 // wake at once) and its status; it stops when told to.
+// Reflect.metadata must exist before the first decorated class is defined; compiled, no loader imports it.
+import 'reflect-metadata';
 import { parentPort, workerData } from 'node:worker_threads';
 import { tallyNames } from '@tally/contracts';
 import { connectNats } from '@tally/platform-jetstream';
