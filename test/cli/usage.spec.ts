@@ -31,6 +31,14 @@ describe('tally command line', () => {
     }).toEqual({ code: 0, verify: true, global: true });
   }, 180_000);
 
+  it('Issue 23 item 6: an unknown command lists the commands there are and exits 2', async () => {
+    const run = await runTally(['capabilitys']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("unknown command 'capabilitys'");
+    for (const command of ['up', 'replay', 'receipts', 'audit', 'tenants'])
+      expect(run.stderr).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+  }, 60_000);
+
   it('item 1: an unknown command or option exits 2 with a message and no stack trace', async () => {
     for (const args of [['bogus'], ['replay', '--bogus'], ['replay', '--service', 'nope']]) {
       const run = await runTally(args);

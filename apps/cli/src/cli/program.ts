@@ -87,8 +87,16 @@ export async function runCli(program: Command, argv: readonly string[]): Promise
     await program.parseAsync([...argv], { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (error) {
+    if (error instanceof CommanderError && error.code === 'commander.unknownCommand') printCommands(program);
     return reportFailure(error);
   }
+}
+
+/** After "unknown command", the commands there are: a typo is fixed without a second call for help. */
+function printCommands(program: Command): void {
+  const width = Math.max(...program.commands.map((c) => c.name().length));
+  const lines = program.commands.map((c) => `  ${c.name().padEnd(width)}  ${c.summary() || c.description()}`);
+  process.stderr.write(`\nCommands:\n${lines.join('\n')}\n`);
 }
 
 /** Commands built on their own (addCommand) get the program's help, error and exit settings, all the way down. */
