@@ -6,6 +6,7 @@ import { All, Controller, Inject, Req, Res } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { boundaryTextErrors } from '@tally/contracts';
 import { Access, Caller, SubjectSigned, type Principal } from '@tally/platform-auth';
 import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -48,6 +49,10 @@ export class McpController {
     @Caller() caller: Principal,
   ): Promise<void> {
     if (caller.kind !== 'capability') throw new Error('the access guard admits only capability tokens here');
+    // The SDK reads the body with zod, which drops a __proto__ key without a word: the
+    // arguments a tool server got would differ from those sent. Refused here instead (ADR 0052).
+    const refused = boundaryTextErrors(req.body);
+    if (refused.length > 0) return void res.status(400).json(invalidMessage(req.body, refused));
     const id = req.headers['mcp-session-id'];
     const existing = typeof id === 'string' ? this.sessions.get(id) : undefined;
     if (typeof id === 'string' && (!existing || existing.capabilityId !== caller.capability_id))
@@ -115,6 +120,20 @@ export class McpController {
     );
     return lists.flat();
   }
+}
+
+/** The JSON-RPC error of a message refused at the boundary, naming each bad field. */
+function invalidMessage(body: unknown, errors: readonly { field: string; message: string }[]) {
+  const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : null;
+  return {
+    jsonrpc: '2.0',
+    error: {
+      code: -32602,
+      message: errors.map((e) => `${e.field} ${e.message}`).join('; '),
+      data: { errors },
+    },
+    id: typeof id === 'string' || typeof id === 'number' ? id : null,
+  };
 }
 
 function splitName(name: string): [string | undefined, string | undefined] {
