@@ -16,7 +16,7 @@ export interface HttpPaymentRailOptions {
   readonly timeoutMs: number;
 }
 
-/** The longest answer read from the rail; anything longer is not an answer this adapter knows. */
+/** The longest answer accepted from the rail; anything longer is not an answer this adapter knows. */
 const ANSWER_BYTES_MAX = 64 * 1024;
 
 const MODES: readonly PaymentMode[] = ['reversible_hold', 'prepaid_final'];
