@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { canonicalJson } from '@tally/contracts';
 import { adminHeaders } from '../support/auth.js';
-import { admitPayload, AuthorityStack, holdIdOf, monetaryGrant, type Json } from '../budget/support/authority-stack.js';
+import { admitPayload, AuthorityStack, monetaryGrant, type Json } from '../budget/support/authority-stack.js';
 
 let stack: AuthorityStack;
 beforeAll(async () => {
@@ -88,12 +88,10 @@ describe('Issue 18 item 10: hostile JSON at the authority', () => {
     );
     expect(disagreeing.status).toBe(400);
     expect(fields(disagreeing.body)).toContain('parameters_hash');
-    // The hold is bound to the hash of the value that counted.
-    const hold = await stack.settle({
-      hold_id: holdIdOf('dup-last', cap['id']),
-      outcome: { kind: 'not_dispatched', reason: 'test' },
-    });
-    expect(hold['receipt']).toBeDefined();
+    // Sent without a hash, the hold (and its admission proof) is bound to the hash of the value that counted.
+    const unhashed = await postRaw('/v1/admissions', admitRaw(cap['token'], 'dup-unhashed', dup));
+    expect(unhashed.status).toBe(200);
+    expect((unhashed.body['admission_proof'] as Json)['claims']).toMatchObject({ parameters_hash: sha256(last) });
   });
 
   it('Issue 18 item 10 nesting past the bound is refused 400 at any depth the body limit allows, never a 500', async () => {
