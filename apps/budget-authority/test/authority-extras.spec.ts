@@ -28,4 +28,13 @@ describe('Issue 8: fault injection boot rules', () => {
       loadAuthorityExtras(configWith({ fault_injection: true }, [{ issuer: 'https://idp.example', audience: 'a' }])),
     ).toThrow(/authority\.fault_injection: .*OIDC/);
   });
+
+  it('ADR 0052: the http payment rail needs its URL, naming authority.payment_rail_url', () => {
+    expect(() => loadAuthorityExtras(configWith({ payment_rail: 'http' }))).toThrow(/authority\.payment_rail_url/);
+    const rail = loadAuthorityExtras(configWith({ payment_rail: 'http', payment_rail_url: 'http://127.0.0.1:9' }));
+    expect(rail.paymentRail).toBe('http');
+    expect(() =>
+      loadAuthorityExtras(configWith({ fault_injection: true, payment_rail: 'http', payment_rail_url: 'http://x' })),
+    ).toThrow(/authority\.fault_injection/);
+  });
 });

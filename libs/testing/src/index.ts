@@ -7,3 +7,4 @@ export * from './stream-specs.js';
 export * from './nats-auth.js';
 export * from './oidc-issuer.js';
 export * from './latency-proxy.js';
+export * from './payment-rail-server.js';

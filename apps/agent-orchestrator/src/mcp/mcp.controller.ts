@@ -7,6 +7,7 @@ import { All, Controller, Inject, Req, Res } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { boundaryTextErrors } from '@tally/contracts';
 import { Access, Caller, SubjectSigned, tokenRevoked, type Principal } from '@tally/platform-auth';
 import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -50,6 +51,10 @@ export class McpController {
     @Caller() caller: Principal,
   ): Promise<void> {
     if (caller.kind !== 'capability') throw new Error('the access guard admits only capability tokens here');
+    // The SDK reads the body with zod, which drops a __proto__ key without a word: the
+    // arguments a tool server got would differ from those sent. Refused here instead (ADR 0052).
+    const refused = boundaryTextErrors(req.body);
+    if (refused.length > 0) return void res.status(400).json(invalidMessage(req.body, refused));
     const id = req.headers['mcp-session-id'];
     if (typeof id === 'string') {
       // An ended session is unknown, as the transport's spec says: the client opens a new one.
@@ -158,6 +163,20 @@ function refuse(res: Response, refusal: SessionRefusal): void {
     },
     id: null,
   });
+}
+
+/** The JSON-RPC error of a message refused at the boundary, naming each bad field. */
+function invalidMessage(body: unknown, errors: readonly { field: string; message: string }[]) {
+  const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : null;
+  return {
+    jsonrpc: '2.0',
+    error: {
+      code: -32602,
+      message: errors.map((e) => `${e.field} ${e.message}`).join('; '),
+      data: { errors },
+    },
+    id: typeof id === 'string' || typeof id === 'number' ? id : null,
+  };
 }
 
 function splitName(name: string): [string | undefined, string | undefined] {

@@ -1,6 +1,6 @@
 // Builds the BudgetAuthority of this process from the host's NATS and config: the
 // JetStream event store (behind a switch for test-only lost acknowledgements), the
-// Ed25519 signer, the simulated payment rail and the admission hook, with every limit
+// Ed25519 signer, the payment rail (simulated, or over HTTP) and the admission hook, with every limit
 // named. One instance per process: it holds the per-tree cache and queue.
 import { randomBytes } from 'node:crypto';
 import {
@@ -10,7 +10,7 @@ import {
   type PaymentRail,
   type Signer,
 } from '@tally/budget-application';
-import { Ed25519Signer, SigningKeyring, SimulatedPaymentRail } from '@tally/budget-infrastructure';
+import { Ed25519Signer, HttpPaymentRail, SigningKeyring, SimulatedPaymentRail } from '@tally/budget-infrastructure';
 import { CAPABILITY_TTL_SECONDS_MAX } from '@tally/contracts';
 import type { HostContext, TallyConfig } from '@tally/platform-app';
 import { JetStreamEventStore } from '@tally/platform-jetstream';
@@ -82,7 +82,14 @@ export function buildAuthorityRuntime(ctx: HostContext, signer: Signer, extras: 
   });
   const store = new SwitchableEventStore(jetStreamStore);
   const newRail = () => new SimulatedPaymentRail({ mode: ctx.config.authority.payment_mode });
-  const rail = new RailSwitch(newRail());
+  const simulated = new RailSwitch(newRail());
+  const rail: PaymentRail =
+    extras.paymentRail === 'http'
+      ? new HttpPaymentRail({
+          baseUrl: ctx.config.authority.payment_rail_url!,
+          timeoutMs: ctx.config.authority.payment_rail_timeout_ms,
+        })
+      : simulated;
   const hook = new ConfigurableAdmissionHook();
   const authority = new MeteredBudgetAuthority(
     {
@@ -107,10 +114,10 @@ export function buildAuthorityRuntime(ctx: HostContext, signer: Signer, extras: 
     );
   const faults = extras.faultInjection
     ? faultTargets(
-        () => rail.current,
+        () => simulated.current,
         store,
         hook,
-        () => (rail.current = newRail()),
+        () => (simulated.current = newRail()),
       )
     : undefined;
   return { authority, faults };

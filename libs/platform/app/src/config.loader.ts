@@ -42,6 +42,7 @@ export const ENV_SETTINGS: Readonly<Record<string, { path: string; type: 'string
   TALLY_KEYRING_DIR: { path: 'authority.keyring_dir', type: 'string' },
   TALLY_STREAM_REPLICAS: { path: 'streams.replicas', type: 'int' },
   TALLY_PAYMENT_RAIL: { path: 'authority.payment_rail', type: 'string' },
+  TALLY_PAYMENT_RAIL_URL: { path: 'authority.payment_rail_url', type: 'string' },
   TALLY_FAULT_INJECTION: { path: 'authority.fault_injection', type: 'bool' },
   LOG_LEVEL: { path: 'log_level', type: 'string' },
   TALLY_ADMIN_KEY: { path: 'auth.admin_key', type: 'string' },

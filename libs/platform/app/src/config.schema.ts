@@ -126,8 +126,17 @@ export class AuthorityConfig {
    */
   @IsString() @Length(1, 4_096) keyring_dir = '.tally/keyring';
   @IsIn(['reversible_hold', 'prepaid_final']) payment_mode: 'reversible_hold' | 'prepaid_final' = 'reversible_hold';
-  /** Which payment rail adapter runs; the simulated rail approves by default (http-api.md). */
-  @IsIn(['simulated']) payment_rail = 'simulated' as const;
+  /**
+   * Which payment rail adapter runs: the simulated rail (approves by default), or a rail
+   * reached over HTTP at payment_rail_url, every money-moving call with an Idempotency-Key (ADR 0052).
+   */
+  @IsIn(['simulated', 'http']) payment_rail: 'simulated' | 'http' = 'simulated';
+  /** The HTTP rail's base URL; required when payment_rail is http. */
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  payment_rail_url?: string;
+  /** How long one call to the HTTP rail may take before its outcome counts as unknown (ambiguous). */
+  @IsInt() @Min(100) @Max(120_000) payment_rail_timeout_ms = 10_000;
   /** Test-only: enables POST /v1/test/faults (docs/adr/0006-fault-injection.md). */
   @IsBoolean() fault_injection = false;
   /** Spend policy: how often one hold may be increased (POST /v1/holds/{id}/increase). */

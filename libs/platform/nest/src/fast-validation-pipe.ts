@@ -78,8 +78,11 @@ function isPlainJsonTree(value: unknown): boolean {
       continue;
     }
     if (Array.isArray(current)) {
-      if (Object.keys(current).length !== current.length) return false;
-      stack.push(...current);
+      // A long array takes the pipe's path; pushing it item by item never spreads it into
+      // arguments (a spread of ~120k items overflows the call stack: a 500 for a valid body).
+      if (Object.keys(current).length !== current.length || seen + stack.length + current.length > VALUES_MAX)
+        return false;
+      for (const item of current) stack.push(item);
       continue;
     }
     const proto = Object.getPrototypeOf(current) as unknown;
