@@ -80,6 +80,8 @@ export function strandedLoop(ctx: HostContext, authority: BudgetAuthority): Back
         Promise.all([
           ctx.dataSource.manager.find(HoldRow, {
             where: { status: 'captured', expiresAtMs: LessThanOrEqual(now) },
+            // Newest first: a capture no sweep may end (its command unanswered) never crowds out a recent one.
+            order: { expiresAtMs: 'DESC' },
             select,
             take: a.sweep_batch_max,
           }),
