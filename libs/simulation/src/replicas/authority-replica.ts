@@ -1,9 +1,8 @@
 // One budget-authority replica: the real BudgetAuthority (tree store, group commit, every
 // handler) over this replica's simulated ports, answering core requests through the real
 // command mapping (the wiring), and running the expiry sweep (B20), the sweep of stranded
-// holds (ADR 0059) and the reconciler (B21)
-// on virtual-time intervals over the trees the stream shows need a visit, as the projection
-// names them in production. Killing it drops every cache and every step in flight; a
+// holds (ADR 0059) and the reconciler (B21) on virtual-time intervals over the trees the
+// stream shows need a visit, as the projection names them in production. Killing it drops every cache and every step in flight; a
 // restart builds a fresh BudgetAuthority that knows only the stream.
 import {
   BudgetAuthority,
