@@ -1,4 +1,4 @@
-// Proves with spin that the Promela model of the hold protocol (docs/spec/model) keeps its LTL properties in every interleaving within its bounds, that its broken variants fail them, and that the findings F1 to F3 have counterexamples.
+// Proves with spin that the Promela model of the hold protocol (docs/spec/model) keeps its LTL properties in every interleaving within its bounds, that its broken variants fail them, that the findings F1 and F2 have counterexamples, and that F3 stays fixed (ADR 0059).
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { requireTools, SpinRunner, type Check, type Verdict } from './spin-runner.js';
 
@@ -28,8 +28,8 @@ function expectCounterexample(verdict: Verdict): void {
   expect(verdict.claimViolated).toBe(true);
 }
 
-/** The triggers of findings F2 and F3, left out wherever the other guarantees are checked. */
-const WITHOUT_FINDINGS = ['-DFRESH_RERUNS', '-DNO_ZERO_RELEASE_FAULT'];
+/** The trigger of finding F2, left out wherever the other guarantees are checked (F3's is in since its fix, ADR 0059). */
+const WITHOUT_FINDINGS = ['-DFRESH_RERUNS'];
 
 interface Configuration {
   readonly label: string;
@@ -64,7 +64,17 @@ const PROPERTIES = [
     ltl: 'no_overspend',
     claim: 'B1 B19 committed and invocations never exceed the grant, in the ledger or in the calls made',
   },
-  { ltl: 'money_before_budget', claim: 'B9 B21 budget comes back only for a hold the rail holds no money for' },
+  {
+    ltl: 'money_before_budget',
+    claim:
+      'B9 B21 budget comes back only for a hold the rail holds no money for, or that the ledger shows is owed back',
+  },
+  {
+    ltl: 'money_returned',
+    claim:
+      'B21 ADR 0059 once faults stop, the rail holds no money for a hold whose budget came back, under weak fairness',
+    liveness: true,
+  },
   {
     ltl: 'holds_terminate',
     claim: 'B20 B21 once faults stop, every hold ends in exactly one terminal state, under weak fairness',
@@ -108,7 +118,7 @@ describe('The broken variants of the model fail', () => {
   );
 });
 
-describe('Findings in the code: counterexamples until they are fixed (docs/spec/model/README.md)', () => {
+describe('Findings in the code: counterexamples until they are fixed, checks once they are (docs/spec/model/README.md)', () => {
   it(
     'F1 B8 with the capture in its own commit, two identical requests are both allowed and both call under one hold',
     () => {
@@ -130,10 +140,11 @@ describe('Findings in the code: counterexamples until they are fixed (docs/spec/
   );
 
   it(
-    'F3 B21 a completed settlement at cost 0 whose release fails books nothing while the rail keeps the authorization',
+    'F3 B21 fixed (ADR 0059): a completed settlement at cost 0 whose release fails books 0, and the reconciler releases the authorization the rail kept',
     () => {
       const defines = ['-DFAULTS=1', '-DFRESH_RERUNS'];
-      expectCounterexample(verify({ defines, property: 'money_before_budget' }));
+      expectHolds(verify({ defines, property: 'money_before_budget' }));
+      expectHolds(verify({ defines, property: 'money_returned', liveness: true }));
     },
     TEST_TIMEOUT_MS,
   );

@@ -12,7 +12,7 @@ import {
 import { startDirectoryOf } from './runtime/directory.js';
 import { RevocationWriter, type DirectoryRuntime } from '@tally/directory-service';
 import { AuthorityModule } from './authority.module.js';
-import { expiryLoop, reconcileLoop, unsettledLoop } from './background/sweeps.js';
+import { expiryLoop, reconcileLoop, strandedLoop, unsettledLoop } from './background/sweeps.js';
 import { startCommandServers } from './messaging/command-server.js';
 import { authorityOpenApi } from './openapi.js';
 import { projector } from './projector.js';
@@ -76,7 +76,12 @@ export async function authorityService(config: TallyConfig): Promise<ServiceDefi
       const stopDirectory = { name: 'directory', stop: () => directoryOf().stop() };
       const deliveries = await webhooksOf(ctx).startDelivery();
       const relay = await startRevocationRelay(ctx, directoryOf());
-      const sweeps = [expiryLoop(ctx, authority), unsettledLoop(ctx, authority), reconcileLoop(ctx, authority)];
+      const sweeps = [
+        expiryLoop(ctx, authority),
+        unsettledLoop(ctx, authority),
+        strandedLoop(ctx, authority),
+        reconcileLoop(ctx, authority),
+      ];
       return [...commands, ...sweeps, ...deliveries, relay, stopDirectory];
     },
   };

@@ -127,13 +127,22 @@ end:
 
 /*
  * B21 (reconcile.handler.ts): each open ambiguity is resolved from the hold as read and the
- * rail's settlement state; the facts are decided again when they are appended. One that
- * cannot be resolved yet (a release pending at the rail, a capture the rail does not show)
- * waits for the rail instead of being retried in a loop that changes nothing.
+ * rail's settlement state; the facts are decided again when they are appended, and a plan
+ * that gives budget back lands only on the hold as it was read (gd, ADR 0059). One that
+ * cannot be resolved yet (a release pending at the rail) waits for the rail instead of being
+ * retried in a loop that changes nothing.
+ *
+ * ADR 0059: an admitted hold is dispatched, so its budget comes back only when its own
+ * settlement asked for that (a release the rail did not confirm: SETTLE_ASKED); otherwise
+ * the ambiguity is resolved with no fact and the settlement ends the hold. A payment capture
+ * the rail did not confirm is completed from the rail's state: a capture it shows is recorded,
+ * an authorization it still holds is captured for the amount booked, or released at 0.
  */
+#define SETTLE_ASKED(h) (h == 0 && (ans[S0] != V_NONE || ans[S2] != V_NONE))
+#define MAY_UNDO(h) (!hadm[h] || SETTLE_ASKED(h))
 #define MONEY_CHECK(h, k) ((k == A_IC || k == A_REV) && hst[h] == H_CAPT && !hadm[h] || \
-  (k == A_PAUTH || k == A_PREL) && hst[h] == H_CAPT)
-#define WAITS(h, k) (k == A_PCAP && rail[h] != R_CAPT || MONEY_CHECK(h, k) && rail[h] == R_PENDING)
+  (k == A_PAUTH || k == A_PREL) && hst[h] == H_CAPT && MAY_UNDO(h))
+#define WAITS(h, k) (k == A_PCAP && rail[h] == R_PENDING || MONEY_CHECK(h, k) && rail[h] == R_PENDING)
 #define OPEN(h, k) ((amb[h] & k) != 0 && !WAITS(h, k))
 #define ANY_OPEN(h) (OPEN(h, A_IC) || OPEN(h, A_REV) || OPEN(h, A_CANC) || OPEN(h, A_PAUTH) || \
   OPEN(h, A_PREL) || OPEN(h, A_PCAP))
@@ -141,7 +150,7 @@ end:
 proctype Reconciler() {
   LOCALS;
   byte c, h, st, rs;
-  bit ad, wait;
+  bit ad, mu, wait;
 end:
   do
   :: atomic {
@@ -158,7 +167,8 @@ end:
       :: OPEN(h, A_PREL) -> rk = A_PREL
       :: OPEN(h, A_PCAP) -> rk = A_PCAP
       fi;
-      st = hst[h]; ad = hadm[h]; xop = X_NONE; pp = P_NONE; pa = 0; rc = 0; c = 0; wait = 0;
+      st = hst[h]; ad = hadm[h]; mu = MAY_UNDO(h); xop = X_NONE; pp = P_NONE; pa = 0; rc = 0; c = 0; wait = 0;
+      gd = 0; gst = st; gad = ad; gpay = hpay[h];
       printf("MSC: reconciler: ambiguity %d of h%d, hold read as status %d admitted %d\n", rk, h, st, ad)
     };
     if
@@ -168,11 +178,37 @@ end:
       :: st == H_CAPT && !ad -> xop = X_CANCEL
       :: else -> skip
       fi
-    :: rk == A_CANC && st == H_CAPT -> xop = X_CANCEL
-    :: rk == A_CANC && st != H_CAPT -> skip
-    :: (rk == A_PAUTH || rk == A_PREL) && st == H_CAPT -> xop = X_CANCEL
-    :: (rk == A_PAUTH || rk == A_PREL) && st != H_CAPT -> skip
-    :: rk == A_PCAP -> pp = P_CAPTURED  /* the rail shows the capture */
+    :: rk == A_CANC && st == H_CAPT && mu -> xop = X_CANCEL
+    :: rk == A_CANC && !(st == H_CAPT && mu) -> skip
+    :: (rk == A_PAUTH || rk == A_PREL) && st == H_CAPT && mu -> xop = X_CANCEL
+    :: (rk == A_PAUTH || rk == A_PREL) && !(st == H_CAPT && mu) -> skip  /* terminal, or its settlement's */
+    :: rk == A_PCAP ->
+      rs = rail[h];
+      printf("MSC: reconciler: rail settlement state of r%d is %d\n", h, rs);
+      if
+      :: rs == R_CAPT -> pp = P_CAPTURED
+      :: rs == R_RELEASED -> pp = P_RELEASED
+      :: rs == R_REFUNDED -> pp = P_REFUNDED
+      :: rs == R_NONE || rs == R_DECLINED -> skip
+      :: rs == R_PENDING -> wait = 1
+      :: rs == R_AUTH && st == H_SETTLED && hreal[h] == 0 ->
+        rail_release();
+        if
+        :: res == RR_RELEASED -> pp = P_RELEASED
+        :: else -> wait = 1
+        fi
+      :: rs == R_AUTH && st == H_SETTLED && hreal[h] > 0 ->
+        rail_capture();
+        if
+        :: res == RC_SETTLED -> pp = P_CAPTURED
+        :: else -> wait = 1
+        fi
+      :: rs == R_AUTH && st != H_SETTLED -> wait = 1
+      fi
+    fi;
+    if
+    :: xop == X_ROLLBACK || xop == X_CANCEL -> gd = 1
+    :: else -> skip
     fi;
     /* afterMoneyCheck: a capture is undone only once the rail holds no money for it */
     if
@@ -203,11 +239,16 @@ end:
     if
     :: !wait -> step()
     :: else -> skip  /* stays open for the next run */
-    fi
+    fi;
+    gd = 0
   od
 }
 
-/* Once nothing can move, every hold is in a terminal state: holds_terminate as a safety check. */
+/*
+ * Once nothing can move, every hold is in a terminal state and the rail holds no money for a
+ * hold whose budget came back: the final-state halves of holds_terminate and money_returned,
+ * as a safety check (a fair liveness search does not see a run that simply stops).
+ */
 proctype Watchdog() {
-  timeout -> assert(DONE(0) && DONE(1))
+  timeout -> assert(DONE(0) && DONE(1) && MONEY_SETTLED(0) && MONEY_SETTLED(1))
 }

@@ -37,6 +37,18 @@
 #define R_REFUNDED 6
 #define MONEY_HELD(h) (rail[h] == R_AUTH || rail[h] == R_CAPT)
 
+/* The hold's budget came back: undone, released, or settled at cost 0. */
+#define BUDGET_BACK(h) \
+  (hst[h] == H_REVERSED || hst[h] == H_CANCELLED || hst[h] == H_RELEASED || hst[h] == H_SETTLED && hreal[h] == 0)
+/*
+ * A completed settlement at cost 0 whose release the rail did not confirm books 0 (the call
+ * did cost nothing) and records capture_failed with a payment_capture ambiguity: the ledger
+ * shows the authorization as still owed back, and the reconciler releases it (ADR 0059).
+ */
+#define OWED_BACK(h) (hst[h] == H_SETTLED && hreal[h] == 0 && hpay[h] == P_CAPFAIL)
+/* No money held at the rail for a hold whose budget came back. */
+#define MONEY_SETTLED(h) (!(BUDGET_BACK(h) && MONEY_HELD(h)))
+
 /* Rail answers. */
 #define RA_AUTHORIZED 1
 #define RA_DECLINED 2

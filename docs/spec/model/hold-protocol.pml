@@ -27,8 +27,8 @@
  *              client with its own Idempotency-Key, next to the orchestrator's.
  *   FRESH_RERUNS           leaves out the trigger of finding F2: a run of a command id starts
  *              only after the previous run ended, and sees its answer.
- *   NO_ZERO_RELEASE_FAULT  leaves out the trigger of finding F3: the release of a settlement
- *              completed at cost 0 always succeeds.
+ *   NO_ZERO_RELEASE_FAULT  leaves out the trigger of finding F3 (fixed, ADR 0059): the release
+ *              of a settlement completed at cost 0 always succeeds.
  *   BROKEN_CAPTURE_NO_EXPECTED_SEQ  the authorizing and capturing appends are decided on a
  *              view others may change first and land without the expected last sequence (only
  *              the Nats-Msg-Id duplicate window stands in their way).
@@ -105,9 +105,6 @@ init {
   }
 }
 
-#define BUDGET_BACK(h) \
-  (hst[h] == H_REVERSED || hst[h] == H_CANCELLED || hst[h] == H_RELEASED || hst[h] == H_SETTLED && hreal[h] == 0)
-
 /* B2, B8: one capture per hold in the ledger and at the rail, and one provider call per hold. */
 ltl no_double_capture {
   [] (ncapt[0] <= 1 && ncapt[1] <= 1 && rcapt[0] <= 1 && rcapt[1] <= 1 && ndisp[0] <= 1 && ndisp[1] <= 1)
@@ -123,7 +120,12 @@ ltl holds_terminate {
   <> [] (DONE(0) && DONE(1))
 }
 
-/* B9, B21: budget comes back only for a hold the rail holds no money for. */
+/* B9, B21: budget comes back only for a hold the rail holds no money for, or that the ledger shows it owes back. */
 ltl money_before_budget {
-  [] (!(BUDGET_BACK(0) && MONEY_HELD(0)) && !(BUDGET_BACK(1) && MONEY_HELD(1)))
+  [] (!(BUDGET_BACK(0) && MONEY_HELD(0) && !OWED_BACK(0)) && !(BUDGET_BACK(1) && MONEY_HELD(1) && !OWED_BACK(1)))
+}
+
+/* B21 (ADR 0059): once faults stop, the rail holds no money for a hold whose budget came back. */
+ltl money_returned {
+  <> [] (MONEY_SETTLED(0) && MONEY_SETTLED(1))
 }

@@ -6,8 +6,8 @@
 /* The working set of a process that takes steps: its batch, and what the step answered. */
 #define CLEAR_BATCH xop = X_NONE; pp = P_NONE; pa = 0; rk = 0; rc = 0
 #define LOCALS \
-  byte xop, pp, pa, rk, rv, cost, out, rj, res, tries, wr, v, sa, flags; \
-  bit rc, sr, sc, readable, again, ok, noop, joined
+  byte xop, pp, pa, rk, rv, cost, out, rj, res, tries, wr, v, sa, flags, gst, gpay; \
+  bit rc, sr, sc, readable, again, ok, noop, joined, gd, gad
 
 /* How a step reaches the stream: decided and appended at once, or decided now and appended later. */
 #define PH_FULL 0
@@ -62,6 +62,15 @@ inline decide() {
     :: else -> skip
     fi
   :: xop == X_NONE -> skip
+  fi;
+  /*
+   * gd: a plan that gives budget back only on the hold as it was read (the reconciler's and
+   * the stranded-hold sweep's onTruth, ADR 0059): on a hold that changed since, only the
+   * rail's facts land and the ambiguity stays open.
+   */
+  if
+  :: gd && (hst[h] != gst || hadm[h] != gad || hpay[h] != gpay) -> xop = X_NONE; rk = 0
+  :: else -> skip
   fi;
   if
   :: ok && rk != 0 && (amb[h] & rk) == 0 -> ok = 0  /* ambiguity_unknown */

@@ -30,6 +30,7 @@ import { decisionFrom, rootOfReceiptId, signedReceipt, type AdmitDecision, type 
 import { reconcile, type Resolution } from './reconcile.handler.js';
 import { settle, type SettleCommand, type SettleResult } from './settle.handler.js';
 import { realizeUnsettled, type RealizedUnsettled } from './unsettled.handler.js';
+import { unwindStranded, type Unstranded } from './stranded.handler.js';
 import { openToken, verifyProof, type AdmissionProof, type NonceClaims } from './tokens.js';
 import { TreeStore, type TreeStoreSleep } from './tree-store.js';
 
@@ -173,6 +174,14 @@ export class BudgetAuthority {
    */
   realizeUnsettled(rootIds?: readonly string[]): Promise<RealizedUnsettled[]> {
     return realizeUnsettled(this.ctx, rootIds ?? this.ctx.trees.knownRoots().filter((id) => id !== UNVERIFIED_TREE));
+  }
+
+  /**
+   * B20, B21 (ADR 0059): unwinds captured holds never admitted whose command is answered deny, and
+   * releases the leases of closed holds nobody released (default: every tree this process has loaded).
+   */
+  unwindStranded(rootIds?: readonly string[]): Promise<Unstranded[]> {
+    return unwindStranded(this.ctx, rootIds ?? this.ctx.trees.knownRoots().filter((id) => id !== UNVERIFIED_TREE));
   }
 
   /** B21: resolves the recorded ambiguities of one tree from the stream and the rail. */

@@ -17,6 +17,7 @@ export * from './expire.handler.js';
 export * from './unsettled.handler.js';
 export { correctable, CORRECTION_REFUND_UNCONFIRMED } from './correct.handler.js';
 export * from './reconcile.handler.js';
+export * from './stranded.handler.js';
 export * from './increase.handler.js';
 export * from './hold-authorization.js';
 export * from './usage-periods.js';

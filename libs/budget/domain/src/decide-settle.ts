@@ -167,7 +167,13 @@ export function decideLease(command: RecordLease, state: TreeState): Decision {
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
   // The same lease fact twice is one fact: its event id would be dropped as a duplicate anyway.
   if (command.outcome === 'reserved' && hold.lease_id === command.lease_id) return accept();
-  if (command.outcome === 'released' && hold.lease_id === command.lease_id && hold.lease_released) return accept();
+  // One release fact per lease (its event id): once one is recorded, released or failed, another adds nothing.
+  if (
+    command.outcome !== 'reserved' &&
+    hold.lease_id === command.lease_id &&
+    (hold.lease_released || hold.lease_release_failed)
+  )
+    return accept();
   if (command.outcome === 'reserved') {
     return accept({
       type: 'LeaseReserved',

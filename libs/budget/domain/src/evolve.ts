@@ -125,6 +125,7 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
       return withHold(state, {
         ...holdOf(state, event.data.hold_id),
         lease_released: event.data.outcome === 'released',
+        ...(event.data.outcome === 'released' ? {} : { lease_release_failed: true as const }),
       });
     case 'PaymentStepRecorded':
       return recordPayment(state, event.data);

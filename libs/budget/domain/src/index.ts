@@ -18,4 +18,5 @@ export * from './rate-window.js';
 export { periodsFor, roomOf, fitExposure, checkRateLimits, alertEvents, countedTokens } from './decide-policy.js';
 export { decideIncrease, increaseEventId } from './decide-increase.js';
 export { correctionFor, isUnsettledPast, unsettledHolds } from './decide-unsettled.js';
+export * from './stranded-holds.js';
 export * from './receipt-chain.js';

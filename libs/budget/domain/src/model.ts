@@ -164,6 +164,8 @@ export interface Hold {
   readonly payment: HoldPayment;
   readonly lease_id?: string;
   readonly lease_released: boolean;
+  /** Set once a release of the lease was recorded as failed: that fact holds its event id, so no later one is recorded. */
+  readonly lease_release_failed?: true;
   readonly realized_units?: bigint;
   /** The period the hold counts in, per chain entry (null: that grant has no reset). Absent: none has. */
   readonly periods?: readonly (Period | null)[];

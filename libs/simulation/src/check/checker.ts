@@ -56,6 +56,22 @@ export class Checker {
     return [...roots];
   }
 
+  /**
+   * Trees the sweep of stranded holds visits (ADR 0059), as the projection names them: a
+   * hold captured and never admitted past its TTL, or one reversed or cancelled whose TTL
+   * passed within `windowMs` (its lease may have been left reserved).
+   */
+  strandedTrees(nowMs: number, windowMs: number): string[] {
+    const roots = new Set<string>();
+    for (const hold of this.shadow.holds.values()) {
+      if (hold.expires_at_ms > nowMs) continue;
+      const closed =
+        (hold.status === 'reversed' || hold.status === 'cancelled') && hold.expires_at_ms > nowMs - windowMs;
+      if ((hold.status === 'captured' && !hold.admitted) || closed) roots.add(hold.root_id);
+    }
+    return [...roots];
+  }
+
   /** Trees with an unresolved ambiguity: the reconciler's query. */
   ambiguousTrees(): string[] {
     return [...this.openAmbiguities.entries()].filter(([, n]) => n > 0).map(([root]) => root);

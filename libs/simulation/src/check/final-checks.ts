@@ -94,12 +94,21 @@ function liveness(world: World, clients: Clients, converged: boolean, fail: (det
   const dead = new Set(world.queue.deadLettered);
   for (const [workId, unit] of checker.units)
     if (!unit.ended && !dead.has(workId)) fail(`work unit ${workId} never ended`);
-  for (const lease of world.leases?.leases.values() ?? []) {
-    const hold = checker.shadow.holds.get(lease.hold_id);
-    const recorded = hold !== undefined && leaseRecorded(world, lease.hold_id, lease.lease_id);
-    if (recorded && lease.releaseAttempts === 0 && !clients.exempt.has(lease.hold_id))
-      fail(`lease ${lease.lease_id} of hold ${lease.hold_id} (${hold?.status}) was never released`);
-  }
+  for (const lease of unreleasedLeases(world, clients))
+    fail(
+      `lease ${lease.lease_id} of hold ${lease.hold_id} (${checker.shadow.holds.get(lease.hold_id)?.status}) was never released`,
+    );
+}
+
+/** Leases the ledger records for a hold that no release was ever tried for. */
+function unreleasedLeases(world: World, clients: Clients) {
+  return [...(world.leases?.leases.values() ?? [])].filter(
+    (lease) =>
+      lease.releaseAttempts === 0 &&
+      !clients.exempt.has(lease.hold_id) &&
+      world.checker.shadow.holds.has(lease.hold_id) &&
+      leaseRecorded(world, lease.hold_id, lease.lease_id),
+  );
 }
 
 function leaseRecorded(world: World, holdId: string, leaseId: string): boolean {
@@ -124,5 +133,6 @@ export function settled(world: World, clients: Clients): boolean {
   if (world.checker.shadow.authorized.size > 0) return false;
   for (const hold of world.checker.shadow.holds.values())
     if (hold.status === 'captured' && !clients.exempt.has(hold.hold_id)) return false;
-  return true;
+  // A sweep releases a lease only after its undo committed (ADR 0059): the tail waits for that too.
+  return unreleasedLeases(world, clients).length === 0;
 }

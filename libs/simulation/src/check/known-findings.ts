@@ -1,7 +1,7 @@
 // Findings of the simulator that are reported and not fixed yet (ADR 0057). A violation is
 // put down to one only when the ledger shows that finding's mechanism, not merely its
-// symptom: a hold left captured whose command was answered by another run's denial is the
-// lost receipt race, a hold left captured for other reasons is a new failure. Runs count
+// symptom: a hold left captured whose receipt met a full stream is stream-full-after-capture,
+// a hold left captured for other reasons is a new failure. Runs count
 // known findings apart, so the fixed seeds in CI fail on anything new while these wait.
 import type { Hold, TreeState } from '@tally/budget-domain';
 import type { World } from '../world/world.js';
@@ -39,26 +39,6 @@ function attemptOf(requestId: string): { workId: string; ordinal: number } | und
   return match ? { workId: match[1]!, ordinal: Number(match[2]) } : undefined;
 }
 
-/** The causes of the undo steps an Admit or a Settle runs itself, before it releases the lease. */
-const UNWIND_CAUSES = [
-  'nonce_preflight',
-  'pre_dispatch_cleanup',
-  'payment_declined',
-  'payment_released',
-  'not_dispatched',
-];
-
-/** Whether the hold was reversed or cancelled for one of `causes`. */
-function causeOf(world: World, holdId: string, causes: readonly string[]): boolean {
-  const root = world.checker.shadow.holds.get(holdId)?.root_id;
-  if (root === undefined) return false;
-  return world.budgetStream
-    .subjectMessages(world.names.budgetEventSubject(root), 0)
-    .some((m) =>
-      m.events.some((e) => e.event.payload['hold_id'] === holdId && causes.includes(String(e.event.payload['cause']))),
-    );
-}
-
 function unitStarted(world: World, workId: string, holdId: string): boolean {
   for (const message of world.workStream.subjectMessages(world.names.workEventSubject(workId), 0))
     for (const { event } of message.events)
@@ -82,18 +62,23 @@ const STALE_READ_FINDINGS: readonly KnownFinding[] = [
     id: 'stale-read-unit-not-found',
     summary:
       'a unit delivered right after its submission is read from a lagging replica as not found, and its message is terminated (dead-lettered): the unit never runs',
-    seed: 16,
+    seed: 6,
     steps: 5000,
     matches: (violation, world) => {
+      if (!staleReads(world)) return false;
       const match = /work unit (\S+) was dead-lettered/.exec(violation);
-      return staleReads(world) && match !== null && world.checker.units.has(match[1]!);
+      if (match !== null) return world.checker.units.has(match[1]!);
+      // The hold of an attempt whose unit was dead-lettered so: nobody settles it.
+      const found = violation.includes('was left captured') ? holdOf(world, holdIn(violation)) : undefined;
+      const attempt = found && attemptOf(found.hold.request_id);
+      return attempt !== undefined && world.queue.deadLettered.includes(attempt.workId);
     },
   },
   {
     id: 'stale-read-settle-refused',
     summary:
       'a Settle decided on a lagging read finds the hold not yet admitted and records a deny; the worker takes it as settled, and the admitted hold stays captured',
-    seed: 16,
+    seed: 46,
     steps: 5000,
     matches: (violation, world) => {
       if (!staleReads(world) || !violation.includes('was left captured (admitted: true)')) return false;
@@ -107,34 +92,10 @@ const STALE_READ_FINDINGS: readonly KnownFinding[] = [
 
 export const KNOWN_FINDINGS: readonly KnownFinding[] = [
   {
-    id: 'unwind-lost-with-replica',
-    summary:
-      'a run that captured a hold and dies before its answer or its unwind commits leaves the hold captured and unadmitted while the command is answered deny by another run: nothing cancels it (B20 never expires a captured hold)',
-    seed: 3,
-    steps: 2000,
-    matches: (violation, world) => {
-      if (!violation.includes('was left captured (admitted: false)')) return false;
-      const found = holdOf(world, holdIn(violation));
-      return found !== undefined && verdictOf(found.state, found.hold.command_id) === 'deny';
-    },
-  },
-  {
-    id: 'capture-ambiguity-unresolvable',
-    summary:
-      'a payment_capture ambiguity is resolved only when the rail shows the capture: one whose capture did not happen, or whose zero-amount release did, stays open for good',
-    seed: 2,
-    steps: 3000,
-    matches: (violation, world) => {
-      const match = /ambiguity ambiguity:payment_capture:(.+):\d+ never resolved/.exec(violation);
-      const found = holdOf(world, match?.[1]);
-      return found !== undefined && world.rail.entries.get(found.hold.request_id)?.state !== 'captured';
-    },
-  },
-  {
     id: 'stream-full-after-capture',
     summary:
       'an Admit whose receipt meets a full stream after its capture committed is refused stream_full; the caller takes that as final, and the captured hold and its payment authorization stay',
-    seed: 9,
+    seed: 13,
     steps: 2000,
     matches: (violation, world) => {
       if (!violation.includes('was left captured (admitted: false)')) return false;
@@ -143,17 +104,6 @@ export const KNOWN_FINDINGS: readonly KnownFinding[] = [
       return (
         command !== undefined && verdictOf(found!.state, command) === undefined && world.bus.refusedFull.has(command)
       );
-    },
-  },
-  {
-    id: 'lease-orphaned-by-crash',
-    summary:
-      'a replica that dies between undoing a hold (rollback, or cancellation before dispatch) and releasing its lease leaves the lease reserved: nothing releases a lease of a hold that is already closed',
-    seed: 27,
-    steps: 2000,
-    matches: (violation, world) => {
-      const match = /lease \S+ of hold (\S+) \((reversed|cancelled)\) was never released/.exec(violation);
-      return match !== null && causeOf(world, match[1]!, UNWIND_CAUSES);
     },
   },
   {

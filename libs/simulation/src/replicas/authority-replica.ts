@@ -1,8 +1,8 @@
 // One budget-authority replica: the real BudgetAuthority (tree store, group commit, every
 // handler) over this replica's simulated ports, answering core requests through the real
-// command mapping (the wiring), and running the expiry sweep (B20) and the reconciler (B21)
-// on virtual-time intervals over the trees the stream shows need a visit, as the projection
-// names them in production. Killing it drops every cache and every step in flight; a
+// command mapping (the wiring), and running the expiry sweep (B20), the sweep of stranded
+// holds (ADR 0059) and the reconciler (B21) on virtual-time intervals over the trees the
+// stream shows need a visit, as the projection names them in production. Killing it drops every cache and every step in flight; a
 // restart builds a fresh BudgetAuthority that knows only the stream.
 import {
   BudgetAuthority,
@@ -42,6 +42,8 @@ export interface AuthorityReplicaDeps {
   /** The trees a sweep must visit now: uncaptured holds past their TTL, and open ambiguities (the projection's query). */
   readonly expiredTrees: (nowMs: number) => string[];
   readonly ambiguousTrees: () => string[];
+  /** The trees the sweep of stranded holds visits now (ADR 0059). */
+  readonly strandedTrees: (nowMs: number) => string[];
   readonly sweepIntervalMs: number;
   readonly reconcileIntervalMs: number;
   readonly note: (line: string) => void;
@@ -88,6 +90,10 @@ export class AuthorityReplica {
     this.every(owner, d.sweepIntervalMs, 'expiry sweep', async () => {
       const roots = d.expiredTrees(d.scheduler.nowMs + d.skewMs());
       if (roots.length > 0) await authority.expireHolds(roots);
+    });
+    this.every(owner, d.sweepIntervalMs, 'stranded-hold sweep', async () => {
+      const roots = d.strandedTrees(d.scheduler.nowMs + d.skewMs());
+      if (roots.length > 0) await authority.unwindStranded(roots);
     });
     this.every(owner, d.reconcileIntervalMs, 'reconciler', async () => {
       for (const root of d.ambiguousTrees()) await authority.reconcile(root);

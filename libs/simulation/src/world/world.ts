@@ -165,6 +165,7 @@ export class World {
       skewMs: () => skew,
       expiredTrees: (nowMs) => this.checker.expiredTrees(nowMs),
       ambiguousTrees: () => this.checker.ambiguousTrees(),
+      strandedTrees: (nowMs) => this.checker.strandedTrees(nowMs, this.limits().unsettledGraceMs),
       sweepIntervalMs: 5_000,
       reconcileIntervalMs: 10_000,
       note: (line) => this.note(line),
