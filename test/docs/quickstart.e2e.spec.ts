@@ -161,7 +161,14 @@ beforeAll(async () => {
   });
   stack.stdout!.on('data', (c: Buffer) => (stackOutput += c.toString()));
   stack.stderr!.on('data', (c: Buffer) => (stackOutput += c.toString()));
-  await waitFor(() => stackOutput.includes('Tally is up.'), 90_000, 'the stack');
+  await waitFor(
+    () => {
+      if (stack!.exitCode !== null) throw new Error(`npm start exited with ${stack!.exitCode}:\n${stackOutput}`);
+      return stackOutput.includes('Tally is up.');
+    },
+    90_000,
+    'the stack',
+  );
   shell = new Shell(checkout, env);
 }, 120_000);
 
