@@ -93,7 +93,7 @@ const STALE_READ_FINDINGS: readonly KnownFinding[] = [
     id: 'stale-read-settle-refused',
     summary:
       'a Settle decided on a lagging read finds the hold not yet admitted and records a deny; the worker takes it as settled, and the admitted hold stays captured',
-    seed: 16,
+    seed: 14,
     steps: 5000,
     matches: (violation, world) => {
       if (!staleReads(world) || !violation.includes('was left captured (admitted: true)')) return false;
@@ -110,7 +110,7 @@ export const KNOWN_FINDINGS: readonly KnownFinding[] = [
     id: 'unwind-lost-with-replica',
     summary:
       'a run that captured a hold and dies before its answer or its unwind commits leaves the hold captured and unadmitted while the command is answered deny by another run: nothing cancels it (B20 never expires a captured hold)',
-    seed: 3,
+    seed: 27,
     steps: 2000,
     matches: (violation, world) => {
       if (!violation.includes('was left captured (admitted: false)')) return false;
@@ -128,21 +128,6 @@ export const KNOWN_FINDINGS: readonly KnownFinding[] = [
       const match = /ambiguity ambiguity:payment_capture:(.+):\d+ never resolved/.exec(violation);
       const found = holdOf(world, match?.[1]);
       return found !== undefined && world.rail.entries.get(found.hold.request_id)?.state !== 'captured';
-    },
-  },
-  {
-    id: 'stream-full-after-capture',
-    summary:
-      'an Admit whose receipt meets a full stream after its capture committed is refused stream_full; the caller takes that as final, and the captured hold and its payment authorization stay',
-    seed: 9,
-    steps: 2000,
-    matches: (violation, world) => {
-      if (!violation.includes('was left captured (admitted: false)')) return false;
-      const found = holdOf(world, holdIn(violation));
-      const command = found?.hold.command_id;
-      return (
-        command !== undefined && verdictOf(found!.state, command) === undefined && world.bus.refusedFull.has(command)
-      );
     },
   },
   {
