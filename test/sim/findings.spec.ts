@@ -1,4 +1,4 @@
-// Proves what the simulator found (ADR 0057, ADR 0059): each fixed finding stays fixed on the
+// Proves what the simulator found (ADR 0057, 0058, 0059): each fixed finding stays fixed on the
 // seeds that showed it, and every reported finding still reproduces on its seed, by its mechanism.
 import { describe, expect, it } from '@jest/globals';
 import { DEFAULT_FAULTS, KNOWN_FINDINGS, simulate, type FaultKind } from '@tally/simulation';
@@ -19,6 +19,15 @@ describe('simulator findings', () => {
     'B8 B9 fixed: seed %i, an Admit run that loses the receipt race to another run’s denial gives back its capture and payment, so no hold is left captured',
     async (seed) => {
       expect((await violationsOf(seed, 2_000)).filter((v) => v.includes(LEFT_CAPTURED_UNADMITTED))).toEqual([]);
+    },
+  );
+
+  it.each([9, 13])(
+    'ADR 0058 fixed (stream-full-after-capture): seed %i / 2000, an Admit whose receipt meets a full stream after its capture is answered retryable, so no hold is left unexplained',
+    async (seed) => {
+      // Its finding is gone from known-findings.ts: a hold it left captured would be unexplained.
+      // admit-findings.spec.ts proves the fix on a real stream made full.
+      await violationsOf(seed, 2_000);
     },
   );
 

@@ -238,6 +238,7 @@ export const authorityOpenApi: Record<string, unknown> = {
         responses: {
           200: { description: 'the decision with its signed receipt', ...json(ref('Decision')) },
           400: problem('invalid input'),
+          503: problem('unavailable: not answered yet (its capture stands); retry with the same Idempotency-Key'),
         },
       },
     },

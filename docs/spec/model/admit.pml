@@ -13,11 +13,12 @@
 #define AFTER_ROLLBACK 3
 #define AFTER_RECEIPT 4
 #define AFTER_CANCEL 5
+#define AFTER_RECORD 6
 
 proctype Admit(byte c; byte h; byte k) {
   LOCALS;
-  byte ret;
-  bit alone;
+  byte ret, sv;
+  bit alone, sup;
   /* answeredCommand on cachedOrRead: a replica's cache may not show the answer yet. */
   if
   :: ans[c] != V_NONE -> v = ans[c]; goto answer
@@ -92,10 +93,21 @@ receipt_try:
 after_receipt:
   if
   :: out == O_COMMITTED -> v = rv; goto answer
-  :: (out == O_REJECTED || out == O_UNKNOWN && readable) && sa != V_NONE -> v = sa; goto answer
+  :: (out == O_REJECTED || out == O_UNKNOWN && readable) && sa != V_NONE && !(rv == V_ALLOW && sa != V_ALLOW) ->
+    v = sa; goto answer
+  /*
+   * AdmitFlow.superseded: another run of this command was answered first, and not with this
+   * allow. This run unwinds what it took; its facts (the payment kept in the batch) go in
+   * without a receipt, and the answer is that run's.
+   */
+  :: (out == O_REJECTED || out == O_UNKNOWN && readable) && sa != V_NONE && rv == V_ALLOW && sa != V_ALLOW ->
+    sup = 1; sv = sa; xop = X_NONE; rc = 0
   :: out == O_UNKNOWN && !(readable && sa != V_NONE) && tries < RECEIPT_ATTEMPTS -> goto receipt_try
   :: out == O_UNKNOWN && !(readable && sa != V_NONE) && tries >= RECEIPT_ATTEMPTS -> goto gone  /* throws */
-  :: out == O_REJECTED && sa == V_NONE && rv == V_ALLOW -> skip
+  /* deferToAdmitted (F1): a twin's allow admitted the hold; nothing of it is ours to give back */
+  :: out == O_REJECTED && sa == V_NONE && rv == V_ALLOW && rj == RJ_ADMITTED ->
+    CLEAR_BATCH; rc = 1; rv = V_DENY; alone = 1; goto receipt
+  :: out == O_REJECTED && sa == V_NONE && rv == V_ALLOW && rj != RJ_ADMITTED -> skip
   :: out == O_REJECTED && sa == V_NONE && rv == V_DENY && !alone -> CLEAR_BATCH; rc = 1; alone = 1; goto receipt
   :: out == O_REJECTED && sa == V_NONE && rv == V_DENY && alone -> goto gone
   fi;
@@ -117,8 +129,22 @@ after_cancel:
   fi;
 deny:
   CRASH;
+  if
+  :: sup -> goto record
+  :: else -> skip
+  fi;
   xop = X_NONE; rk = 0; rc = 1; rv = V_DENY;
   goto receipt;
+record:
+  /* recordWithoutReceipt: the superseded run's facts in one step, whatever it answers */
+  xop = X_NONE; rk = 0; rc = 0;
+  if
+  :: !HAS_EVENTS -> v = sv; goto answer
+  :: else -> skip
+  fi;
+  ret = AFTER_RECORD; goto do_step;
+after_record:
+  v = sv; goto answer;
 do_step:
   step();
   if
@@ -129,6 +155,7 @@ do_step:
 #endif
   :: ret == AFTER_RECEIPT -> goto after_receipt
   :: ret == AFTER_CANCEL -> goto after_cancel
+  :: ret == AFTER_RECORD -> goto after_record
   fi;
 answer:
   atomic {

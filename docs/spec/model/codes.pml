@@ -98,6 +98,7 @@
 #define O_UNKNOWN 3
 #define RJ_OTHER 1
 #define RJ_DISPATCHED 2
+#define RJ_ADMITTED 3
 #define W_WRITTEN 1
 #define W_REJECTED 2
 #define W_THROW 3

@@ -53,6 +53,7 @@
 byte hst[2];
 bit hadm[2];
 byte hby[2];      /* the command that authorized the hold (Hold.command_id) */
+byte hcb[2];      /* the command that captured it (Hold.captured_by, ADR 0058) */
 byte hreal[2];
 byte hpay[2];
 bit hexp[2];      /* the hold's TTL has passed (time is only ever compared with expires_at_ms) */
@@ -72,7 +73,8 @@ byte faults = FAULTS;
 byte sends[NC];   /* how many times each command id was sent */
 byte reply[NC];   /* the answer the caller's latest send got */
 
-#define RESUMABLE(h, c) (hby[h] == c && hst[h] == H_CAPT && !hadm[h])
+/* resumeCaptured: only the command whose run captured the hold goes on from it (F1). */
+#define RESUMABLE(h, c) (hcb[h] == c && hst[h] == H_CAPT && !hadm[h])
 /* Faults strike the flows of r0 (and its twin); r1 is the competing request that always gets through. */
 #define FAULT (faults > 0 && h == 0)
 #define CRASH if :: atomic { FAULT -> faults--; printf("MSC: run of cmd%d crashed\n", c) }; goto gone :: true fi

@@ -18,7 +18,8 @@
 inline decide() {
   ok = 1; noop = 0; joined = 0; rj = RJ_OTHER;
   if
-  :: xop == X_AUTH || xop == X_AUTHCAPT ->
+  :: (xop == X_AUTH || xop == X_AUTHCAPT) && ans[c] != V_NONE -> ok = 0  /* checkUnanswered (F2) */
+  :: (xop == X_AUTH || xop == X_AUTHCAPT) && ans[c] == V_NONE ->
     if
     :: hst[h] == H_NONE && (inv + 1 > MAX_INV || committed + EXPOSURE > LIMIT) -> ok = 0
     :: hst[h] == H_NONE && !(inv + 1 > MAX_INV || committed + EXPOSURE > LIMIT) -> skip
@@ -33,7 +34,8 @@ inline decide() {
     fi
   :: xop == X_CAPT ->
     if
-    :: hst[h] == H_AUTH && !hexp[h] -> skip
+    :: hst[h] == H_AUTH && !hexp[h] && ans[c] != V_NONE -> ok = 0  /* checkUnanswered (F2) */
+    :: hst[h] == H_AUTH && !hexp[h] && ans[c] == V_NONE -> skip
     :: hst[h] == H_AUTH && hexp[h] -> ok = 0
     :: hst[h] == H_REVERSED || hst[h] == H_NONE -> ok = 0
     :: hst[h] >= H_CAPT && hst[h] != H_REVERSED -> ok = 0; rj = RJ_DISPATCHED
@@ -52,7 +54,7 @@ inline decide() {
     fi
   :: xop == X_ADMIT ->
     if
-    :: hadm[h] -> noop = 1  /* decideAdmit: an admitted hold is accepted without an event */
+    :: hadm[h] -> ok = 0; rj = RJ_ADMITTED  /* decideAdmit: one admission per hold (F1) */
     :: !hadm[h] && hst[h] != H_CAPT -> ok = 0
     :: else -> skip
     fi
@@ -79,6 +81,12 @@ inline decide() {
   if
   :: ok && rc && ans[c] != V_NONE -> ok = 0  /* command_already_answered */
   :: else -> skip
+  fi;
+  /* capture_outstanding (F2): an Admit's deny while its command's own capture stands unexplained */
+  if
+  :: ok && rc && rv == V_DENY && c < S0 && hst[h] == H_CAPT && !hadm[h] && hcb[h] == c && (amb[h] | pa) == 0 ->
+    ok = 0
+  :: else -> skip
   fi
 }
 
@@ -99,9 +107,10 @@ inline apply() {
   amb[h] = amb[h] | pa;
   if
   :: xop == X_AUTH && !noop -> move(H_AUTH); hby[h] = c; inv++; committed = committed + EXPOSURE
-  :: xop == X_AUTHCAPT && !joined -> move(H_CAPT); hby[h] = c; inv++; committed = committed + EXPOSURE; ncapt[h]++
-  :: xop == X_AUTHCAPT && joined -> move(H_CAPT); ncapt[h]++
-  :: xop == X_CAPT -> move(H_CAPT); ncapt[h]++
+  :: xop == X_AUTHCAPT && !joined ->
+    move(H_CAPT); hby[h] = c; hcb[h] = c; inv++; committed = committed + EXPOSURE; ncapt[h]++
+  :: xop == X_AUTHCAPT && joined -> move(H_CAPT); hcb[h] = c; ncapt[h]++
+  :: xop == X_CAPT -> move(H_CAPT); hcb[h] = c; ncapt[h]++
   :: xop == X_ROLLBACK && !noop -> move(H_REVERSED); inv--; committed = committed - EXPOSURE
   :: xop == X_CANCEL && !noop -> move(H_CANCELLED); inv--; committed = committed - EXPOSURE
   :: xop == X_RELEXP -> move(H_RELEASED); inv--; committed = committed - EXPOSURE
@@ -203,9 +212,9 @@ inline step() {
       /*
        * sc: the read-back shows the hold captured by this command. The merged path also asks
        * whether the capture's id is present, but it compares the stored id with the completed
-       * one, so only the hold's command id ever decides.
+       * one, so only the hold's captured_by ever decides.
        */
-      :: readable = 1; sa = ans[c]; sc = (hst[h] == H_CAPT && hby[h] == c)
+      :: readable = 1; sa = ans[c]; sc = (hst[h] == H_CAPT && hcb[h] == c)
       :: FAULT -> faults--; readable = 0
       fi
     }

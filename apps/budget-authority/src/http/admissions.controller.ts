@@ -4,6 +4,7 @@
 import { Body, Controller, Headers, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { AdmissionProofDto, AdmitCommandDto, IsMoney, SettleCommandDto, type WireMoney } from '@tally/contracts';
 import {
+  AdmissionOutstanding,
   CURRENCY_MISMATCH,
   currencyRefusalOf,
   HOLD_UNKNOWN,
@@ -22,6 +23,17 @@ import { freshCommandId, notFound } from './http-support.js';
 import { Idempotency, type IdempotentCall } from './idempotency.js';
 
 export const PUBLISHED_KEYS = Symbol('PUBLISHED_KEYS');
+
+/** An Admit whose capture stands without an answer yet (ADR 0058): the same key's retry finishes it. */
+function notAnsweredYet(error: unknown): never {
+  if (error instanceof AdmissionOutstanding)
+    throw new ProblemException(
+      503,
+      'unavailable',
+      'The admission is not answered yet; retry with the same Idempotency-Key to finish it',
+    );
+  throw error;
+}
 
 export class RedeemNonceDto {
   @IsString() @Length(1, 16_384) execution_nonce!: string;
@@ -65,9 +77,8 @@ export class AdmissionsController {
     const mapped = toAdmitCommand(body, '', bearer);
     if (!mapped.ok) throw new ProblemException(400, 'validation', 'The request is invalid', mapped.errors);
     const call = { endpoint: 'POST /v1/admissions', key, request: body, proofScope: 'none' };
-    return decisionToWire(
-      await this.authority.admit({ ...mapped.command, command_id: await this.commandIdOf(call, caller) }),
-    );
+    const command = { ...mapped.command, command_id: await this.commandIdOf(call, caller) };
+    return decisionToWire(await this.authority.admit(command).catch(notAnsweredYet));
   }
 
   @Post('settlements')

@@ -165,6 +165,7 @@ export class InvocationCapturedDto {
   /** Required unless the capture is stored in the authorizing commit (ADR 0041). */
   @ValidateIf((o: InvocationCapturedDto) => o.same_commit !== true) @IsInt() @Min(1) authorize_commit_index?: number;
   @IsOptional() @Equals(true) same_commit?: true;
+  @IsOptional() @IsString() @Id() command_id?: string;
   @IsInt() @Ms() at_ms!: number;
 }
 

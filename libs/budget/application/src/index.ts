@@ -9,6 +9,7 @@ export * from './keyed-queue.js';
 export * from './receipts.js';
 export * from './tokens.js';
 export type { AdmitCommand } from './admit/admit-flow.js';
+export { AdmissionOutstanding } from './admit/admit-flow.js';
 export type { BudgetAuthorityLimits, AuthorityContext } from './authority-context.js';
 export { Reasons, UNVERIFIED_TREE, rootOfCapability } from './authority-context.js';
 export * from './capability.handlers.js';

@@ -34,6 +34,8 @@ export async function writeReceipt(
   fields: ReceiptFields,
   facts: readonly BudgetCommand[],
   extras?: DecisionExtras,
+  /** An Admit that a re-run could finish from its capture (ADR 0058): see RecordReceipt.resumable. */
+  resumable = false,
 ): Promise<Written> {
   const nowMs = ctx.clock.nowMs();
   const id = receiptIdFor(rootId, commandId);
@@ -49,7 +51,10 @@ export async function writeReceipt(
   let sent: SignedReceipt | undefined;
   const plan = (state: TreeState): BudgetCommand[] => {
     sent = seal(nextChainFields(state, fields.capability_id));
-    return [...facts, recordOf(sent, commandId, extras, nowMs, sent.key_id)];
+    return [
+      ...facts,
+      { ...recordOf(sent, commandId, extras, nowMs, sent.key_id), ...(resumable ? { resumable } : {}) },
+    ];
   };
   const receiptEventId = EventIds.receipt(id);
   for (let attempt = 1; attempt <= ctx.limits.receiptAppendAttemptsMax; attempt++) {

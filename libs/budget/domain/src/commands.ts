@@ -77,6 +77,8 @@ export type CaptureInvocation =
   | {
       readonly type: 'CaptureInvocation';
       readonly hold_id: string;
+      /** The Admit command that captures (F1): only its re-runs may go on from this capture. */
+      readonly command_id?: string;
       readonly now_ms: number;
       readonly same_commit?: never;
     }
@@ -88,6 +90,7 @@ export type CaptureInvocation =
   | {
       readonly type: 'CaptureInvocation';
       readonly request_id: string;
+      readonly command_id?: string;
       readonly now_ms: number;
       readonly same_commit: true;
     };
@@ -216,6 +219,11 @@ export interface RecordReceipt {
   readonly signature: string;
   readonly key_id: string;
   readonly decision?: Readonly<Record<string, unknown>>;
+  /**
+   * An Admit whose re-run can go on from a capture of its own command (no execution nonce):
+   * its deny is refused while such a capture stands unexplained (ADR 0058). Not stored.
+   */
+  readonly resumable?: true;
   readonly now_ms: number;
 }
 

@@ -29,6 +29,8 @@ export function verifyCapability(
 const isRejection = (value: object): value is Rejection => 'code' in value;
 
 export function decideAuthorize(command: AuthorizeHold, state: TreeState): Decision {
+  const answered = checkUnanswered(command.command_id, state);
+  if (answered) return answered;
   const capability = verifyCapability(state, command.capability_id, command.subject, command.now_ms);
   if (isRejection(capability)) return { ok: false, rejection: capability };
   const replay = checkReplay(command, state);
@@ -68,6 +70,16 @@ export function decideAuthorize(command: AuthorizeHold, state: TreeState): Decis
     return accept(holdAuthorized(command, grant, index, chain, fitted as bigint, periods));
   }
   return { ok: false, rejection: first! };
+}
+
+/**
+ * B20 (ADR 0058): a command that has its answer takes no hold and captures none. Decided on
+ * the state the commit lands on, so a run whose cache predates the answer (a re-send to
+ * another replica) is refused here instead of capturing a hold that nothing would end.
+ */
+function checkUnanswered(commandId: string | undefined, state: TreeState): Decision | undefined {
+  if (commandId === undefined || !state.command_receipts.has(commandId)) return undefined;
+  return reject('command_already_answered', `command ${commandId} already has a receipt`);
 }
 
 /** B7/B8: a request id takes one hold, ever. A concurrent twin sees the same authorized hold. */
@@ -218,19 +230,28 @@ export function decideCapture(command: CaptureInvocation, state: TreeState): Dec
   }
   if (hold.status !== 'authorized') return reject('hold_not_authorized', 'budget hold is no longer authorized');
   if (hold.expires_at_ms <= command.now_ms) return reject('hold_expired', 'budget hold expired before capture');
+  const answered = checkUnanswered(command.command_id, state);
+  if (answered) return answered;
   const capability = verifyCapability(state, hold.capability_id, undefined, command.now_ms);
   if (isRejection(capability)) return { ok: false, rejection: capability };
   const kind = hold.monetary ? 'capture_invocation' : 'increment_invocation';
+  const by = command.command_id === undefined ? {} : { command_id: command.command_id };
   if (command.same_commit)
     return accept({
       type: 'InvocationCaptured',
       event_id: EventIds.captureInSameCommit(hold.hold_id),
-      data: { kind, hold_id: hold.hold_id, same_commit: true, at_ms: command.now_ms },
+      data: { kind, hold_id: hold.hold_id, same_commit: true, ...by, at_ms: command.now_ms },
     });
   return accept({
     type: 'InvocationCaptured',
     event_id: EventIds.capture(hold.hold_id, hold.authorize_commit_index),
-    data: { kind, hold_id: hold.hold_id, authorize_commit_index: hold.authorize_commit_index, at_ms: command.now_ms },
+    data: {
+      kind,
+      hold_id: hold.hold_id,
+      authorize_commit_index: hold.authorize_commit_index,
+      ...by,
+      at_ms: command.now_ms,
+    },
   });
 }
 

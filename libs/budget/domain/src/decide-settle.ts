@@ -24,7 +24,9 @@ const TERMINAL = new Set(['settled', 'retained', 'released', 'cancelled', 'rever
 export function decideAdmit(command: AdmitInvocation, state: TreeState): Decision {
   const hold = state.holds.get(command.hold_id);
   if (!hold) return reject('hold_unknown', `hold ${command.hold_id} is unknown`);
-  if (hold.admitted) return accept();
+  // F1 (B8): one admission per hold. A re-run of the command that admitted it never gets here:
+  // its receipt is answered first (writeReceipt), so this refuses only another command's allow.
+  if (hold.admitted) return reject('already_admitted', `hold ${hold.hold_id} was already admitted`);
   if (hold.status !== 'captured')
     return reject('hold_not_captured', `hold ${hold.hold_id} is ${hold.status}, not captured`);
   return accept({
@@ -212,14 +214,39 @@ export function decideResolve(command: ResolveAmbiguity, state: TreeState): Deci
   });
 }
 
+/**
+ * F2 (B20, ADR 0058): an Admit is never denied while a hold its own command captured stands
+ * unadmitted with nothing to end it (no open ambiguity for the reconciler). That capture was
+ * made by another run of the command (a re-send that overtook a run now denying, say); if
+ * the deny landed, that run's crash would leave the hold captured for good. Refused, the
+ * denying run fails its send, and the caller's re-send goes on from the capture. Only the
+ * deny of an Admit whose command captured pays for the scan of the tree's ambiguities.
+ */
+function outstandingCapture(command: RecordReceipt, state: TreeState): string | undefined {
+  const body = command.receipt;
+  if (command.resumable !== true || body['verdict'] !== 'deny' || command.request_id === undefined) return undefined;
+  const holdId = state.requests.get(command.request_id);
+  const hold = holdId === undefined ? undefined : state.holds.get(holdId);
+  if (!hold || hold.status !== 'captured' || hold.admitted || hold.captured_by !== command.command_id) return undefined;
+  for (const ambiguity of state.ambiguities.values())
+    if (ambiguity.hold_id === hold.hold_id && ambiguity.resolution === undefined) return undefined;
+  return hold.hold_id;
+}
+
 export function decideReceipt(command: RecordReceipt, state: TreeState): Decision {
   if (state.command_receipts.has(command.command_id) || state.receipts.has(command.receipt_id))
     return reject('command_already_answered', `command ${command.command_id} already has a receipt`);
+  const outstanding = outstandingCapture(command, state);
+  if (outstanding !== undefined)
+    return reject(
+      'capture_outstanding',
+      `command ${command.command_id} captured hold ${outstanding} in another run and is not denied while that capture stands`,
+    );
   // The writer took the index from this very state, so another one is a bug, not contention.
   const index = chainIndexOf(command.receipt);
   const chain = receiptChainOf(state, receiptChainKey(command.receipt['capability_id']));
   assert(index === undefined || index === chain.next_index, `receipt ${command.receipt_id} is out of its chain`);
-  const { type: _type, now_ms, ...fields } = command;
+  const { type: _type, now_ms, resumable: _resumable, ...fields } = command;
   return accept({
     type: 'ReceiptRecorded',
     event_id: EventIds.receipt(command.receipt_id),

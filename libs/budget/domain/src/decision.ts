@@ -30,6 +30,7 @@ export type RejectionCode =
   | 'hold_expired'
   | 'hold_not_captured'
   | 'hold_not_admitted'
+  | 'already_admitted'
   | 'hold_already_settled'
   /** An admitted hold within its TTL and the grace: its settlement may still come (ADR 0047). */
   | 'hold_not_overdue'
@@ -37,6 +38,8 @@ export type RejectionCode =
   | 'nonce_expired'
   | 'ambiguity_unknown'
   | 'command_already_answered'
+  /** An Admit's deny while a capture of its own command stands unexplained (ADR 0058). */
+  | 'capture_outstanding'
   | 'rate_limited'
   | 'tokens_required'
   | 'requested_tokens_exceed_rate_limit'

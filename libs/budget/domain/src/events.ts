@@ -128,6 +128,8 @@ export interface InvocationCapturedData {
   readonly authorize_commit_index?: number;
   /** Stored in the commit that authorized the hold (ADR 0041). */
   readonly same_commit?: true;
+  /** The Admit command that captured (ADR 0058); absent in commits stored before it was recorded. */
+  readonly command_id?: string;
   readonly at_ms: number;
 }
 

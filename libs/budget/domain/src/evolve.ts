@@ -47,6 +47,7 @@ function apply(state: TreeState, event: RecordedBudgetEvent): TreeState {
         status: 'captured',
         capture_event_id: eventId,
         capture_commit_index: event.commit_index,
+        ...(event.data.command_id === undefined ? {} : { captured_by: event.data.command_id }),
       };
       return mutate(state, captured, {
         kind: event.data.kind,

@@ -145,6 +145,8 @@ export interface Hold {
   readonly request_id: string;
   /** The Admit command that took the hold, when recorded. */
   readonly command_id?: string;
+  /** The Admit command that captured it, when recorded (a twin may capture a hold another authorized, B8). */
+  readonly captured_by?: string;
   readonly capability_id: string;
   readonly grant_index: number;
   /** The grant and every ancestor grant it narrows, nearest first; spend counts against all. */

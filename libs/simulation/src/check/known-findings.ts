@@ -1,6 +1,6 @@
 // Findings of the simulator that are reported and not fixed yet (ADR 0057). A violation is
 // put down to one only when the ledger shows that finding's mechanism, not merely its
-// symptom: a hold left captured whose receipt met a full stream is stream-full-after-capture,
+// symptom: a hold left captured whose unit ended without its attempt is admission-orphaned-by-unit,
 // a hold left captured for other reasons is a new failure. Runs count
 // known findings apart, so the fixed seeds in CI fail on anything new while these wait.
 import type { Hold, TreeState } from '@tally/budget-domain';
@@ -27,11 +27,6 @@ function holdOf(world: World, holdId: string | undefined): { hold: Hold; state: 
   const hold = state?.holds.get(holdId);
   return hold && state ? { hold, state } : undefined;
 }
-
-const verdictOf = (state: TreeState, commandId: string | undefined) => {
-  const receiptId = commandId === undefined ? undefined : state.command_receipts.get(commandId);
-  return receiptId === undefined ? undefined : state.receipts.get(receiptId)?.body['verdict'];
-};
 
 /** The work unit and ordinal a hold's request id names (`{work}:attempt:{n}`), when it is a unit's. */
 function attemptOf(requestId: string): { workId: string; ordinal: number } | undefined {
@@ -91,21 +86,6 @@ const STALE_READ_FINDINGS: readonly KnownFinding[] = [
 ];
 
 export const KNOWN_FINDINGS: readonly KnownFinding[] = [
-  {
-    id: 'stream-full-after-capture',
-    summary:
-      'an Admit whose receipt meets a full stream after its capture committed is refused stream_full; the caller takes that as final, and the captured hold and its payment authorization stay',
-    seed: 13,
-    steps: 2000,
-    matches: (violation, world) => {
-      if (!violation.includes('was left captured (admitted: false)')) return false;
-      const found = holdOf(world, holdIn(violation));
-      const command = found?.hold.command_id;
-      return (
-        command !== undefined && verdictOf(found!.state, command) === undefined && world.bus.refusedFull.has(command)
-      );
-    },
-  },
   {
     id: 'increase-beyond-authorization',
     summary:

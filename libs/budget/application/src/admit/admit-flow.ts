@@ -32,6 +32,21 @@ export interface AdmitCommand {
   readonly min_cost?: bigint;
 }
 
+/**
+ * A run that cannot answer while its command's capture stands (ADR 0058): it would deny while
+ * another run holds the capture, or its stream was full after the capture committed. No answer
+ * is given, so the caller re-sends the command id and its re-run goes on from that capture.
+ */
+export class AdmissionOutstanding extends Error {
+  override readonly name = 'AdmissionOutstanding';
+  constructor(
+    readonly commandId: string,
+    why = 'another run of it holds a capture',
+  ) {
+    super(`command ${commandId} is not answered yet (${why}): re-send it to go on from its capture`);
+  }
+}
+
 /** The mutable working set of one Admit; the steps live in admit-steps.ts. */
 export class AdmitFlow {
   readonly meta: ReceiptMetadata = { budget_authority: {}, financial: {} };
@@ -144,6 +159,8 @@ export class AdmitFlow {
       this.pending = [];
       written = await this.tryAnswer(verdict, reason, extras, []);
     }
+    if (written.kind === 'rejected' && written.rejection.code === 'capture_outstanding')
+      throw new AdmissionOutstanding(this.cmd.command_id);
     if (written.kind === 'rejected')
       throw new Error(`receipt for ${this.cmd.command_id} was rejected: ${written.rejection.message}`);
     return written.decision;
@@ -183,6 +200,7 @@ export class AdmitFlow {
       fields,
       [...this.pending, ...facts],
       extras,
+      !this.preflight && this.cmd.execution_nonce === undefined,
     );
     if (written.kind === 'rejected') return written;
     this.pending = [];

@@ -140,6 +140,7 @@ export async function allow(flow: AdmitFlow): Promise<AdmitDecision> {
     flow.meta.budget_authority.terminal = true;
     return unwindAfterPayment(flow, answer.reason ?? Reasons.admitted);
   }
+  if (written.rejection.code === 'already_admitted') return deferToAdmitted(flow);
   // The nonce was consumed elsewhere (B16), or the hold changed under us: unwind before anything dispatches.
   if (flow.nonce)
     flow.meta.execution_nonce = {
@@ -152,6 +153,19 @@ export async function allow(flow: AdmitFlow): Promise<AdmitDecision> {
     flow,
     written.rejection.code === 'nonce_already_consumed' ? Reasons.nonceConsumed : written.rejection.message,
   );
+}
+
+/**
+ * F1 (B8): another command of this request (a twin) was allowed on the hold. Its dispatch and
+ * settlement own the hold, the lease and the payment authorization (the rail knows one per
+ * request id), so this run gives back nothing and is denied as a replay.
+ */
+async function deferToAdmitted(flow: AdmitFlow): Promise<AdmitDecision> {
+  flow.pending = [];
+  flow.leaseId = undefined;
+  flow.meta.budget_authority.terminal = true;
+  const hold = flow.hold!;
+  return flow.deny(hold.monetary ? 'monetary invocation was already dispatched' : 'invocation was already dispatched');
 }
 
 /** B16/B12/B9: release the payment; only a confirmed release lets the capture be cancelled. */

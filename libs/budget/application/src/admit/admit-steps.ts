@@ -86,7 +86,7 @@ export async function authorizeAndCapture(flow: AdmitFlow): Promise<AdmitDecisio
   const landed =
     out.kind === 'unknown' &&
     hold?.status === 'captured' &&
-    (hold.command_id === flow.cmd.command_id || out.present?.has(hold.capture_event_id!) === true);
+    (capturedBy(hold) === flow.cmd.command_id || out.present?.has(hold.capture_event_id!) === true);
   // Unreadable after a lost acknowledgement: the hold may be captured, and expiry never reverses a
   // captured hold, so no final answer is given. The caller re-sends the command id and its re-run
   // goes on from the capture if it landed (resumeCaptured), or authorizes afresh if it did not.
@@ -118,9 +118,13 @@ export async function authorizeAndCapture(flow: AdmitFlow): Promise<AdmitDecisio
  */
 function captureAfter(authorize: Extract<BudgetCommand, { type: 'AuthorizeHold' }>, state: TreeState): BudgetCommand {
   const joined = state.requests.get(authorize.request_id);
-  if (joined !== undefined) return { type: 'CaptureInvocation', hold_id: joined, now_ms: authorize.now_ms };
-  return { type: 'CaptureInvocation', request_id: authorize.request_id, now_ms: authorize.now_ms, same_commit: true };
+  const by = { command_id: authorize.command_id, now_ms: authorize.now_ms };
+  if (joined !== undefined) return { type: 'CaptureInvocation', hold_id: joined, ...by };
+  return { type: 'CaptureInvocation', request_id: authorize.request_id, ...by, same_commit: true };
 }
+
+/** The command whose run captured the hold; before that was recorded, the one that authorized it. */
+const capturedBy = (hold: Hold): string | undefined => hold.captured_by ?? hold.command_id;
 
 function afterRefusedAuthorize(
   flow: AdmitFlow,
@@ -274,7 +278,7 @@ export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision 
   flow.pending = [];
   const out = await flow.ctx.trees.step(flow.root, () => [
     ...facts,
-    { type: 'CaptureInvocation', hold_id: flow.holdId, now_ms: flow.now() },
+    { type: 'CaptureInvocation', hold_id: flow.holdId, command_id: flow.cmd.command_id, now_ms: flow.now() },
   ]);
   if (out.kind === 'committed') {
     const hold = flow.refresh(out.state);
@@ -290,6 +294,8 @@ export async function captureInvocation(flow: AdmitFlow): Promise<AdmitDecision 
       return undefined;
     }
     if (out.rejection.code === 'already_dispatched') return flow.deny(out.rejection.message);
+    // Also when another run of this command was answered meanwhile (B20): the hold it authorized
+    // is given back now rather than at its expiry, and the deny below gets that run's answer.
     return preDispatchCleanup(flow, out.rejection.message);
   }
   Object.assign(flow.captureSection(), {
@@ -315,7 +321,8 @@ export function resumeCaptured(flow: AdmitFlow, state: TreeState): boolean {
   if (flow.preflight || flow.cmd.execution_nonce !== undefined) return false;
   const holdId = state.requests.get(flow.cmd.request_id);
   const hold = holdId === undefined ? undefined : state.holds.get(holdId);
-  if (!hold || hold.command_id !== flow.cmd.command_id || hold.status !== 'captured' || hold.admitted) return false;
+  // F1 (B8): a twin's capture of a hold this command authorized is the twin's, not ours to go on from.
+  if (!hold || capturedBy(hold) !== flow.cmd.command_id || hold.status !== 'captured' || hold.admitted) return false;
   flow.hold = hold;
   flow.resumed = true;
   flow.meta.budget_authority.hold_id = hold.hold_id;

@@ -5,7 +5,8 @@ import { Reasons, UNVERIFIED_TREE, type AuthorityContext } from '../authority-co
 import { answeredCommand, decisionFrom, type AdmitDecision } from '../receipts.js';
 import { writeReceipt } from '../receipt-writer.js';
 import { openToken, type CapabilityClaims } from '../tokens.js';
-import { AdmitFlow, type AdmitCommand } from './admit-flow.js';
+import { StreamFull } from '@tally/eventing';
+import { AdmissionOutstanding, AdmitFlow, type AdmitCommand } from './admit-flow.js';
 import { allow, authorizePayment, needsPayment } from './admit-payment.js';
 import {
   authorizeAndCapture,
@@ -24,6 +25,24 @@ export async function admit(ctx: AuthorityContext, cmd: AdmitCommand): Promise<A
   const answered = answeredCommand(await ctx.trees.cachedOrRead(claims.root_id), cmd.command_id);
   if (answered) return decisionFrom(answered);
   const flow = new AdmitFlow(ctx, cmd, claims);
+  try {
+    return await run(flow);
+  } catch (error) {
+    throw retryableAfterCapture(flow, error);
+  }
+}
+
+/**
+ * A full stream is a final refusal only when nothing of the command was stored (ADR 0002).
+ * Once its capture committed, the hold stands: the answer must make the caller re-send, so
+ * that a re-run goes on from the capture when the stream has room (ADR 0058).
+ */
+function retryableAfterCapture(flow: AdmitFlow, error: unknown): unknown {
+  if (!(error instanceof StreamFull) || flow.hold?.capture_commit_index === undefined) return error;
+  return new AdmissionOutstanding(flow.cmd.command_id, error.message);
+}
+
+async function run(flow: AdmitFlow): Promise<AdmitDecision> {
   const merged = capturesWithAuthorize(flow);
   const early = await (merged ? authorizeAndCapture(flow) : authorizeHold(flow));
   if (early) return early;
