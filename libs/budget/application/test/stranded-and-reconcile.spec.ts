@@ -142,18 +142,42 @@ describe('ADR 0059: every hold left behind is finished (B20, B21)', () => {
     });
   });
 
-  it('B20 ADR 0059 a hold captured by a run that died, under a command another run answered deny, is unwound by the sweep of stranded holds: capture cancelled, lease released', async () => {
+  it("B20 ADR 0058 a re-sent Admit on a replica whose cache predates its command's deny takes no hold: it answers that deny", async () => {
     f = await AuthorityFixture.start();
     const cap = await f.issue([{ ...MONETARY, max_invocations: 1 }]);
     const first = await f.admit('r-first', cap);
     const command = f.admitCommand('r-late', cap);
-    // A replica that loaded the tree before the denial below, and dies right after its capture.
     const stale = f.newAuthority({ store: new DyingStore(f.store, 'InvocationCaptured') });
     await stale.usage(cap.id);
-    expect(await f.authority.admit(command)).toMatchObject({ verdict: 'deny' });
+    const denied = await f.authority.admit(command);
+    expect(denied).toMatchObject({ verdict: 'deny' });
     await f.settle(first.hold_id!, { kind: 'not_dispatched', reason: 'worker moved on' });
-    // The caller re-sent after a timeout; the stale replica captures, then dies before its unwind.
-    await expect(stale.admit(command)).rejects.toThrow(/killed/);
+    expect(await stale.admit(command)).toMatchObject({ verdict: 'deny', reason: denied.reason });
+    expect((await streamOf(f).read(cap.root_id)).requests.has('r-late')).toBe(false);
+    expect(await f.usage(cap)).toEqual({ invocations: 0, committed: 0n });
+  });
+
+  it('B20 ADR 0059 a hold captured by a run that died, under a command another run answered deny (as a release before ADR 0058 could leave it, the deny written raw), is unwound by the sweep of stranded holds: capture cancelled, lease released', async () => {
+    f = await AuthorityFixture.start();
+    const cap = await f.issue([{ ...MONETARY, max_invocations: 1 }]);
+    const command = f.admitCommand('r-late', cap);
+    // A run captures, then dies before its answer.
+    const dying = f.newAuthority({ store: new DyingStore(f.store, 'InvocationCaptured') });
+    await expect(dying.admit(command)).rejects.toThrow(/killed/);
+    // Its command answered deny regardless, as a release before ADR 0058 could record it (that
+    // release did not refuse a deny while the command's own capture stood): the raw fact.
+    await streamOf(f).append(cap.root_id, [
+      {
+        type: 'RecordReceipt',
+        receipt_id: `receipt:${cap.id}:${command.command_id}`,
+        command_id: command.command_id,
+        request_id: 'r-late',
+        receipt: { kind: 'admission', verdict: 'deny', reason: 'authorize unconfirmed', request_id: 'r-late' },
+        signature: 'not-checked-by-the-ledger',
+        key_id: 'ed25519-test',
+        now_ms: f.nowMs,
+      },
+    ]);
     const holdId = holdOf('r-late', cap);
     const stream = streamOf(f);
     expect((await stream.read(cap.root_id)).holds.get(holdId)).toMatchObject({ status: 'captured', admitted: false });
