@@ -4,7 +4,8 @@ import { parse } from 'yaml';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-export const RULE_FILE = 'deploy/monitoring/prometheus-rule.yaml';
+export const RULE_FILE = 'deploy/kustomize/components/monitoring/prometheus-rule.yaml';
+export const POD_MONITOR_FILE = 'deploy/kustomize/components/monitoring/pod-monitor.yaml';
 export const DASHBOARD_FILE = 'deploy/monitoring/grafana-dashboard.json';
 
 export function ruleExpressions(): string[] {

@@ -7,8 +7,9 @@
 // That every series they name is exported is proven against running services in metrics.e2e.spec.ts.
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { parse, parseAllDocuments } from 'yaml';
-import { dashboardExpressions, DASHBOARD_FILE, RULE_FILE, seriesOf } from './monitoring-files.js';
+import { parse } from 'yaml';
+import { renderOverlay } from './kustomize-render.js';
+import { dashboardExpressions, DASHBOARD_FILE, POD_MONITOR_FILE, RULE_FILE, seriesOf } from './monitoring-files.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -92,7 +93,7 @@ describe('Issue 12: the PrometheusRule and the Grafana dashboard', () => {
   });
 
   it('ADR 0053 the PodMonitor scrapes /metrics on the port named metrics, which both services declare, and nothing on the API ports', () => {
-    const monitor = parse(readFileSync('deploy/monitoring/pod-monitor.yaml', 'utf8')) as Json;
+    const monitor = parse(readFileSync(POD_MONITOR_FILE, 'utf8')) as Json;
     expect(monitor['apiVersion']).toBe('monitoring.coreos.com/v1');
     expect(monitor['kind']).toBe('PodMonitor');
     expect(monitor['spec']['podMetricsEndpoints']).toEqual([
@@ -103,9 +104,9 @@ describe('Issue 12: the PrometheusRule and the Grafana dashboard', () => {
     )!['values'] as string[];
     expect(names.sort()).toEqual(['agent-orchestrator', 'budget-authority']);
     for (const name of names) {
-      const deployment = parseAllDocuments(readFileSync(`deploy/k8s/${name}.yaml`, 'utf8'))
-        .map((d) => d.toJS() as Json)
-        .find((o) => o['kind'] === 'Deployment')!;
+      const deployment = renderOverlay('prod').find(
+        (o) => o['kind'] === 'Deployment' && o['metadata']['name'] === name,
+      )!;
       const template = deployment['spec']['template'];
       expect(template['metadata']['labels']).toMatchObject(monitor['spec']['selector']['matchLabels']);
       const ports = (template['spec']['containers'] as Json[]).flatMap((c) => c['ports'] as Json[]);

@@ -5,10 +5,10 @@
 // old for Tally is told what to install.
 import { describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { OVERLAYS, renderOverlay } from './kustomize-render.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -44,13 +44,12 @@ function sourceOf(entry: string): string {
 
 function containers(): { file: string; container: Json }[] {
   const out: { file: string; container: Json }[] = [];
-  for (const file of readdirSync('deploy/k8s').filter((f) => /\.ya?ml$/.test(f))) {
-    for (const doc of parseAllDocuments(readFileSync(join('deploy/k8s', file), 'utf8'))) {
-      const object = doc.toJS() as Json | null;
+  for (const overlay of OVERLAYS) {
+    for (const object of renderOverlay(overlay)) {
       const spec =
-        object?.['spec']?.['jobTemplate']?.['spec']?.['template']?.['spec'] ?? object?.['spec']?.['template']?.['spec'];
+        object['spec']?.['jobTemplate']?.['spec']?.['template']?.['spec'] ?? object['spec']?.['template']?.['spec'];
       for (const container of [...(spec?.['initContainers'] ?? []), ...(spec?.['containers'] ?? [])] as Json[])
-        if (String(container['image']).startsWith('tally:')) out.push({ file, container });
+        if (/^tally[:@]/.test(String(container['image']))) out.push({ file: overlay, container });
     }
   }
   return out;

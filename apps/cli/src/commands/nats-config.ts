@@ -5,7 +5,7 @@ import { exitWith } from '../cli/program.js';
 export function natsConfigCommand(): Command {
   return new Command('nats-config')
     .description(
-      'write the generated NATS server config and users (deploy/nats, deploy/k8s/nats-config.yaml) under a directory',
+      'write the generated NATS server config and users (deploy/nats, deploy/kustomize/base/nats-config.yaml) under a directory',
     )
     .option('--out <dir>', 'the repository or install directory that holds deploy/', '.')
     .action(

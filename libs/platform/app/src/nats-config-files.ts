@@ -1,4 +1,4 @@
-// The files `npm run nats:config` writes (deploy/nats/ and the NATS ConfigMap in deploy/k8s/),
+// The files `npm run nats:config` writes (deploy/nats/ and the NATS ConfigMap in deploy/kustomize/base/),
 // rendered from the users and permissions of nats-permissions.ts, the one source of truth.
 import { tallyNatsPermissions, type NatsUserPermissions } from './nats-permissions.js';
 
@@ -93,8 +93,7 @@ export function natsDeployFiles(): Record<string, string> {
       .join('\n');
   const configMap =
     GENERATED('the NATS servers config as a ConfigMap.') +
-    '# Mount it at /etc/nats-config in the NATS StatefulSet (e.g. the official chart with\n' +
-    '# config.merge disabled and this ConfigMap as its configMap) and start the server with\n' +
+    '# The NATS StatefulSet (nats.yaml) mounts it at /etc/nats-config and starts the server with\n' +
     '# -c /etc/nats-config/nats-server.conf; the passwords come from the tally-nats-users Secret\n' +
     '# as environment variables of the server.\n' +
     'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nats-config\n  labels: { app.kubernetes.io/name: nats, app.kubernetes.io/part-of: tally }\ndata:\n' +
@@ -103,6 +102,6 @@ export function natsDeployFiles(): Record<string, string> {
       .join('');
   return {
     ...Object.fromEntries(Object.entries(conf).map(([name, text]) => [`deploy/nats/${name}`, text])),
-    'deploy/k8s/nats-config.yaml': configMap,
+    'deploy/kustomize/base/nats-config.yaml': configMap,
   };
 }

@@ -2,7 +2,7 @@
 // subscribe allow lists naming exactly the JetStream API subjects each service needs (per
 // stream and consumer), its own core subjects, and its own inbox. Replies to requests go out
 // through allow_responses, never a blanket `_INBOX.>`. deploy/nats/ and the NATS ConfigMap
-// in deploy/k8s/ are generated from here (`npm run nats:config`, rendered by
+// in deploy/kustomize/base/ are generated from here (`npm run nats:config`, rendered by
 // nats-config-files.ts); a test checks that the checked-in files match, and another runs
 // them on a real nats-server.
 import { tallyNames, type TallyNames } from '@tally/contracts';
