@@ -3,6 +3,9 @@
 // `tally work submit|show|abort`, `tally webhooks add|list|deliveries` and `tally usage`, as
 // JSON and as text, values checked before anything is sent (exit 2, the flag named).
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { meteredHarness } from '../gateway/gateway.support.js';
 import { TEST_ADMIN_KEY } from '../support/auth.js';
@@ -155,6 +158,35 @@ describe('Issue 23 item 6: a CLI command for every resource', () => {
       ok(usage);
       expect(JSON.parse(usage.stdout)).toMatchObject({ bucket: 'day', truncated: false });
       expect((await cli(['usage', '--since', 'yesterday'])).code).toBe(2);
+    },
+    CLI_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'Issue 23 / ADR 0011: tally work submit --sign-with signs the request, so a token bound to its subject key is admitted; unsigned it is refused (exit 4)',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tally-subject-'));
+      try {
+        const pair = generateKeyPairSync('ed25519');
+        const pem = join(dir, 'subject.pem');
+        writeFileSync(pem, pair.privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+        const x = pair.publicKey.export({ format: 'jwk' }).x!;
+        const grant = 'scripted/ok-model,max_invocations=10,max_cost_per_invocation=100000,currency=USD';
+        const issued = await cli(['--json', 'capabilities', 'issue', '--bind', '--subject-key', x, '--grant', grant]);
+        ok(issued);
+        const token = (JSON.parse(issued.stdout) as Json)['token'] as string;
+        const submit = ['--json', 'work', 'submit', '--route', 'scripted/ok-model', '--prompt', 'signed'];
+        const unsigned = await cli(submit, token);
+        expect(unsigned.code).toBe(4);
+        expect(unsigned.stderr).toContain('401');
+        const signed = await cli([...submit, '--sign-with', pem], token);
+        ok(signed);
+        const id = (JSON.parse(signed.stdout) as Json)['work_id'] as string;
+        expect(await h.terminal(id)).toMatchObject({ status: 'completed' });
+        expect(signed.stdout + signed.stderr).not.toContain('PRIVATE KEY');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
     CLI_TEST_TIMEOUT_MS,
   );

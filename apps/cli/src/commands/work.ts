@@ -1,10 +1,13 @@
 // `tally work submit|show|abort`: durable work units on the agent-orchestrator (POST /v1/work,
 // GET /v1/work/{id}, POST /v1/work/{id}/abort). Submit with the capability token as --key;
-// a token bound to its subject key needs a signed request, which the CLI does not make.
-// There is no listing endpoint yet, so there is no `work list`.
+// a token bound to its subject key (issued with --bind) also needs --sign-with, the subject's
+// private key, which signs the request (ADR 0011). There is no listing endpoint yet, so there
+// is no `work list`.
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { ExitCode, usageError } from '../cli/exit-codes.js';
-import { TallyHttp } from '../cli/http.js';
+import { TallyHttp, type RequestSigner } from '../cli/http.js';
 import { printFields, printJson } from '../cli/output.js';
 import { exitWith, globalsOf } from '../cli/program.js';
 import { collect, idValue, intValue } from '../cli/values.js';
@@ -25,6 +28,7 @@ interface SubmitOptions {
   maxRetries?: string;
   maxTokens?: string;
   timeoutMs?: string;
+  signWith?: string;
 }
 
 function routeOf(legs: readonly string[]): Json[] {
@@ -80,10 +84,16 @@ export function workCommand(): Command {
     .option('--max-retries <n>', 'retries after a failed attempt (0 to 20)')
     .option('--max-tokens <n>', 'output token limit per attempt')
     .option('--timeout-ms <ms>', "the unit's deadline")
+    .option(
+      '--sign-with <file>',
+      "the subject's Ed25519 private key (PKCS #8 PEM): signs the request, for a bound token",
+    )
     .action(
       exitWith(async (options: SubmitOptions, command: Command) => {
         const globals = globalsOf(command);
-        const out = await new TallyHttp(globals).post<Json>('orchestrator', '/v1/work', submitBody(options));
+        const body = submitBody(options);
+        const sign = options.signWith === undefined ? undefined : await signerOf(options.signWith);
+        const out = await new TallyHttp(globals).post<Json>('orchestrator', '/v1/work', body, sign);
         if (globals.json) printJson(out);
         else
           printFields([
@@ -120,6 +130,19 @@ export function workCommand(): Command {
       }),
     );
   return work;
+}
+
+/** Signs with the subject key in a PEM file; the key is read here and never printed. */
+async function signerOf(file: string): Promise<RequestSigner> {
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(await readFile(file));
+  } catch {
+    throw usageError(`--sign-with ${file} is not a readable private key file (PKCS #8 PEM)`);
+  }
+  if (privateKey.asymmetricKeyType !== 'ed25519') throw usageError(`--sign-with ${file} must be an Ed25519 key`);
+  const { subjectSignatureHeaders } = await import('@tally/platform-auth');
+  return (request) => subjectSignatureHeaders({ ...request, privateKey });
 }
 
 /** The scalar fields of the status body, in its order; nested ones are for --json. */
