@@ -8,6 +8,8 @@ import 'reflect-metadata';
 import { runCli, tallyProgram } from './cli/program.js';
 import { auditCommand } from './commands/audit.js';
 import { backupCommand } from './commands/backup.js';
+import { capabilitiesCommand } from './commands/capabilities.js';
+import { completionCommand } from './commands/completion.js';
 import { keysCommand } from './commands/keys.js';
 import { migrateCommand } from './commands/migrate.js';
 import { natsConfigCommand } from './commands/nats-config.js';
@@ -18,6 +20,9 @@ import { replayCommand } from './commands/replay.js';
 import { restoreCommand } from './commands/restore.js';
 import { tenantsCommand } from './commands/tenants.js';
 import { upCommand } from './commands/up.js';
+import { usageCommand } from './commands/usage.js';
+import { webhooksCommand } from './commands/webhooks.js';
+import { workCommand } from './commands/work.js';
 
 const program = tallyProgram();
 program.addCommand(upCommand());
@@ -32,6 +37,11 @@ program.addCommand(natsConfigCommand());
 program.addCommand(auditCommand());
 program.addCommand(keysCommand());
 program.addCommand(tenantsCommand());
+program.addCommand(capabilitiesCommand());
+program.addCommand(workCommand());
+program.addCommand(webhooksCommand());
+program.addCommand(usageCommand());
+program.addCommand(completionCommand());
 
 /** Exits once what was written to stdout and stderr has been flushed (a piped JSONL export is not cut short). */
 function exitAfterFlush(code: number): void {

@@ -9,6 +9,13 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 
 export type Service = 'authority' | 'orchestrator';
 
+/** Headers that sign one request (a bound capability's proof of possession), from what is sent. */
+export type RequestSigner = (request: {
+  readonly method: string;
+  readonly path: string;
+  readonly body: string;
+}) => Promise<Record<string, string>>;
+
 const SERVICE_NAMES: Record<Service, string> = {
   authority: 'budget-authority',
   orchestrator: 'agent-orchestrator',
@@ -26,8 +33,8 @@ export class TallyHttp {
     return this.call<T>(service, 'GET', path);
   }
 
-  post<T>(service: Service, path: string, body?: unknown): Promise<T> {
-    return this.call<T>(service, 'POST', path, body);
+  post<T>(service: Service, path: string, body?: unknown, sign?: RequestSigner): Promise<T> {
+    return this.call<T>(service, 'POST', path, body, sign);
   }
 
   delete(service: Service, path: string): Promise<unknown> {
@@ -35,18 +42,22 @@ export class TallyHttp {
   }
 
   /** The response body as JSON (undefined for 204); anything but 2xx throws a CliError. */
-  async call<T>(service: Service, method: string, path: string, body?: unknown): Promise<T> {
+  async call<T>(service: Service, method: string, path: string, body?: unknown, sign?: RequestSigner): Promise<T> {
     const base = service === 'authority' ? this.globals.authority : this.globals.orchestrator;
     const url = joinUrl(base, path);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.globals.key) headers['authorization'] = `Bearer ${this.globals.key}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
+    // Serialized once: a signature covers the digest of exactly these bytes.
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    // The path as the service sees it, under any prefix the base URL has.
+    if (sign) Object.assign(headers, await sign({ method, path: pathOf(url), body: text ?? '' }));
     let response: Response;
     try {
       response = await fetch(url, {
         method,
         headers,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(text === undefined ? {} : { body: text }),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
@@ -56,9 +67,9 @@ export class TallyHttp {
         `Is it running? Point to it with ${URL_FLAGS[service]}.`,
       );
     }
-    const text = await response.text();
-    if (response.ok) return (text === '' ? undefined : parseJson(text, service)) as T;
-    throw httpFailure(service, method, path, response.status, text);
+    const answer = await response.text();
+    if (response.ok) return (answer === '' ? undefined : parseJson(answer, service)) as T;
+    throw httpFailure(service, method, path, response.status, answer);
   }
 }
 
@@ -105,6 +116,15 @@ function parseJson(text: string, service: Service): unknown {
       ExitCode.unavailable,
       `Check that ${URL_FLAGS[service]} points to it.`,
     );
+  }
+}
+
+function pathOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.pathname}${parsed.search}`;
+  } catch {
+    return url;
   }
 }
 
