@@ -6,6 +6,7 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
+import { subjectSignatureHeaders } from '@tally/platform-auth';
 import { ExitCode, usageError } from '../cli/exit-codes.js';
 import { TallyHttp, type RequestSigner } from '../cli/http.js';
 import { printFields, printJson } from '../cli/output.js';
@@ -141,7 +142,6 @@ async function signerOf(file: string): Promise<RequestSigner> {
     throw usageError(`--sign-with ${file} is not a readable private key file (PKCS #8 PEM)`);
   }
   if (privateKey.asymmetricKeyType !== 'ed25519') throw usageError(`--sign-with ${file} must be an Ed25519 key`);
-  const { subjectSignatureHeaders } = await import('@tally/platform-auth');
   return (request) => subjectSignatureHeaders({ ...request, privateKey });
 }
 
