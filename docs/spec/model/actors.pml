@@ -210,40 +210,23 @@ end:
     :: xop == X_ROLLBACK || xop == X_CANCEL -> gd = 1
     :: else -> skip
     fi;
-    /*
-     * afterMoneyCheck: a capture is undone only once the rail holds no money for it. Nothing
-     * held is not enough: a re-sent run may authorize after this read, before the cancel lands
-     * (F2 with the reconciler in between), so the reconciler claims the reference first
-     * (claimReference): the rail answers it as it answered the claim, the run's authorization
-     * included, and what the claim holds is released below like any other authorization.
-     */
+    /* afterMoneyCheck: a capture is undone only once the rail holds no money for it */
     if
     :: xop == X_CANCEL && rk != A_CANC ->
       rs = rail[h];
       printf("MSC: reconciler: rail settlement state of r%d is %d\n", h, rs);
       if
-      :: rs == R_NONE ->
-        rail_authorize();
-        if
-        :: res == RA_AUTHORIZED -> rs = R_AUTH
-        :: res == RA_DECLINED -> rs = R_DECLINED
-        :: else -> wait = 1
-        fi
-      :: else -> skip
-      fi;
-      if
-      :: wait -> skip
-      :: !wait && (rs == R_NONE || rs == R_DECLINED) -> skip
-      :: !wait && rs == R_RELEASED -> pp = P_RELEASED
-      :: !wait && rs == R_REFUNDED -> pp = P_REFUNDED
-      :: !wait && rs == R_PENDING -> wait = 1
-      :: !wait && rs == R_AUTH ->
+      :: rs == R_NONE || rs == R_DECLINED -> skip
+      :: rs == R_RELEASED -> pp = P_RELEASED
+      :: rs == R_REFUNDED -> pp = P_REFUNDED
+      :: rs == R_PENDING -> wait = 1
+      :: rs == R_AUTH ->
         rail_release();
         if
         :: res == RR_RELEASED -> pp = P_RELEASED
         :: else -> wait = 1
         fi
-      :: !wait && rs == R_CAPT ->
+      :: rs == R_CAPT ->
         atomic {
           if
           :: rail[h] == R_CAPT -> rail[h] = R_REFUNDED; pp = P_REFUNDED

@@ -12,7 +12,6 @@
 import type { Ambiguity, BudgetCommand, Hold, TreeState } from '@tally/budget-domain';
 import type { AuthorityContext } from './authority-context.js';
 import { releaseLeasesOf } from './lease-release.js';
-import type { PaymentAuthorizeResult, SettlementState } from './ports.js';
 import { callRail } from './settlement-steps.js';
 
 export interface Resolution {
@@ -129,11 +128,6 @@ function mayUndo(state: TreeState, hold: Hold): boolean {
  * Runs `facts` only once the rail shows no money held for the request, releasing it first
  * when it is held. The rail is asked, not the ledger: a run may have died after the rail
  * authorized and before the ledger recorded it.
- *
- * "Nothing held" is not enough for a hold a run still pays for (F2 with the reconciler in
- * between, ADR 0059): a re-sent run may reach the rail after this read and before the undo
- * lands. So the reference is claimed first (see claimReference): afterwards the rail answers
- * every authorization of it as it answered the claim, and no run can put money on it.
  */
 export async function afterMoneyCheck(
   ctx: AuthorityContext,
@@ -141,9 +135,7 @@ export async function afterMoneyCheck(
   resolution: string,
   facts: BudgetCommand[],
 ): Promise<ReconcilePlan | undefined> {
-  const read = await ctx.rail.settlementState(hold.request_id);
-  const rail = read.state === 'none' && paysOnRail(hold) ? await claimReference(ctx, hold) : read;
-  if (rail === undefined) return undefined;
+  const rail = await ctx.rail.settlementState(hold.request_id);
   const now = ctx.clock.nowMs();
   if (rail.state === 'none' || rail.state === 'declined' || rail.state === 'released' || rail.state === 'refunded') {
     const known = rail.state === 'released' || rail.state === 'refunded' ? [paymentStep(hold, rail.state, now)] : [];
@@ -164,34 +156,6 @@ export async function afterMoneyCheck(
   );
   if (result.outcome !== 'released' && result.outcome !== 'refunded') return undefined;
   return { resolution, facts: [paymentStep(hold, result.outcome, now), ...facts], rail: rail.state, undoes: true };
-}
-
-/** Whether an Admit of the hold asks the rail for an authorization (admit-payment.ts needsPayment). */
-const paysOnRail = (hold: Hold): boolean => hold.monetary && hold.exposure_units > 0n;
-
-/**
- * Authorizes the hold's payment under its own reference, exactly as its Admit would. The rail
- * is idempotent by reference, so this takes the reference's first answer: a run's
- * authorization that landed after the settlement-state read, or a new one that the caller
- * then releases, or a decline. Either way the reference is settled at the rail before any
- * budget comes back. An ambiguous answer leaves the ambiguity open (fail closed).
- */
-async function claimReference(ctx: AuthorityContext, hold: Hold): Promise<SettlementState | undefined> {
-  let result: PaymentAuthorizeResult;
-  try {
-    result = await ctx.rail.authorize({
-      reference: hold.request_id,
-      hold_id: hold.hold_id,
-      amount_units: hold.exposure_units,
-      currency: hold.currency ?? 'XXX',
-    });
-  } catch {
-    return undefined;
-  }
-  if (result.outcome === 'declined' || result.outcome === 'insufficient_funds') return { state: 'declined' };
-  if (result.outcome !== 'authorized') return undefined;
-  const state = result.mode === 'prepaid_final' ? 'captured' : 'authorized';
-  return { state, authorization_id: result.authorization_id };
 }
 
 /**

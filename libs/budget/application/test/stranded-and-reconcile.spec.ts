@@ -115,41 +115,6 @@ describe('ADR 0059: every hold left behind is finished (B20, B21)', () => {
     expect(await f.rail.settlementState('r-admitted')).toMatchObject({ state: 'captured' });
   });
 
-  it('F2 B9 B21 a re-sent run whose authorization lands between the reconciler reading the rail and cancelling the capture leaves no money held once the budget is back', async () => {
-    f = await AuthorityFixture.start();
-    const cap = await f.issue([MONETARY]);
-    // Run 1's payment answer is lost: it denies and records the ambiguity; the capture stands.
-    f.rail.configureReference('r-f2', { authorize: 'unavailable' });
-    expect(await f.admit('r-f2', cap)).toMatchObject({ verdict: 'deny' });
-    f.rail.configureReference('r-f2', { authorize: 'approve' });
-    const holdId = holdOf('r-f2', cap);
-    const hold = (await streamOf(f).read(cap.root_id)).holds.get(holdId)!;
-    expect(hold).toMatchObject({ status: 'captured', admitted: false });
-    // A re-sent run that resumed from the capture reaches the rail right after the reconciler read it.
-    const runAuthorize = () =>
-      f.rail.authorize({ reference: 'r-f2', hold_id: holdId, amount_units: hold.exposure_units, currency: 'USD' });
-    const read = f.rail.settlementState.bind(f.rail);
-    let landed = false;
-    f.rail.settlementState = async (reference) => {
-      const state = await read(reference);
-      if (reference === 'r-f2' && !landed) {
-        landed = true;
-        expect(await runAuthorize()).toMatchObject({ outcome: 'authorized' });
-      }
-      return state;
-    };
-    expect(await f.authority.reconcile(cap.root_id)).toEqual([
-      expect.objectContaining({ resolution: 'payment_released_cancelled' }),
-    ]);
-    expect(landed).toBe(true);
-    expect(await f.usage(cap)).toEqual({ invocations: 0, committed: 0n });
-    expect(await read('r-f2')).toMatchObject({ state: 'released' });
-    // A run slower still gets the reference's first answer: the rail puts no money on it again.
-    await runAuthorize();
-    expect(await read('r-f2')).toMatchObject({ state: 'released' });
-    expect((await streamOf(f).read(cap.root_id)).holds.get(holdId)).toMatchObject({ status: 'cancelled' });
-  });
-
   it('ADR 0059 a hold the reconciler cancels has its runtime lease released, as the expiry sweep releases an expired hold’s', async () => {
     f = await AuthorityFixture.start();
     const cap = await f.issue([MONETARY]);

@@ -100,12 +100,8 @@ export class SimulatedPaymentRail {
     currency: string;
   }): Promise<PaymentAuthorizeResult> {
     this.counters.authorize++;
-    const authorization_id = `auth_${request.reference}`;
-    // Idempotent by reference, as a rail with idempotency keys is: a reference it authorized
-    // once keeps that authorization, even once released, and is never authorized again.
-    const known = this.entries.get(request.reference);
-    if (known && known.state !== 'declined') return { outcome: 'authorized', authorization_id, mode: this.mode };
     const behaviour = this.behaviourFor(request.reference).authorize;
+    const authorization_id = `auth_${request.reference}`;
     switch (behaviour) {
       case 'decline':
         this.entries.set(request.reference, { state: 'declined', authorization_id });

@@ -73,7 +73,7 @@ const STALE_READ_FINDINGS: readonly KnownFinding[] = [
     id: 'stale-read-settle-refused',
     summary:
       'a Settle decided on a lagging read finds the hold not yet admitted and records a deny; the worker takes it as settled, and the admitted hold stays captured',
-    seed: 8,
+    seed: 46,
     steps: 5000,
     matches: (violation, world) => {
       if (!staleReads(world) || !violation.includes('was left captured (admitted: true)')) return false;
