@@ -26,7 +26,7 @@ import { startSubmissionServer } from './messaging/submission-server.js';
 import { orchestratorOpenApi } from './openapi.js';
 import { buildRuntime, type OrchestratorRuntime } from './orchestrator.runtime.js';
 import { startQueuedSweeper } from './work/queued-sweeper.js';
-import { READ_WAIT_MS, WorkReads } from './work/work-reads.js';
+import { WorkReads } from './work/work-reads.js';
 import { WorkSubmission } from './work/work-submission.js';
 import { CAPABILITY_TOKENS } from './http/work-scope.js';
 import { ChatCompletionsController, MessagesController } from './gateway/drop-in.controllers.js';
@@ -102,7 +102,10 @@ export async function orchestratorService(config: TallyConfig): Promise<ServiceD
           { provide: ToolCalls, useValue: new ToolCalls(rt, submission, toolServersOf()) },
           { provide: CapabilityGrants, useValue: new CapabilityGrants(ctx) },
           { provide: McpSessions, useValue: mcpSessionsOf(ctx) },
-          { provide: WorkReads, useValue: new WorkReads(rt, { readWaitMs: READ_WAIT_MS }, ctx.quarantine) },
+          {
+            provide: WorkReads,
+            useValue: new WorkReads(rt, { readWaitMs: ctx.config.orchestrator.read_wait_ms }, ctx.quarantine),
+          },
           { provide: WorkTimeline, useValue: new WorkTimeline(rt) },
           { provide: CAPABILITY_TOKENS, useValue: directory!.capabilityTokens },
         ],

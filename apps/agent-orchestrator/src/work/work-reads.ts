@@ -32,9 +32,6 @@ export interface WorkStatusBody {
 /** Most entries one session read returns; a longer session is a design limit, logged by the caller. */
 export const SESSION_ENTRIES_MAX = 10_000;
 
-/** How long a read that found no unit waits for the projection to reach the unit's last event. */
-export const READ_WAIT_MS = 5_000;
-
 export interface WorkReadLimits {
   readonly readWaitMs: number;
 }

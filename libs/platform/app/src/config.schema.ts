@@ -228,6 +228,8 @@ export class OrchestratorConfig {
   @IsIn(['metered', 'unmetered']) budget_mode: 'metered' | 'unmetered' = 'metered';
   /** How long a submit or abort waits for the projection to show it, so the next read sees it. */
   @IsInt() @Min(0) @Max(60_000) read_your_writes_timeout_ms = 5_000;
+  /** How long a read that finds no unit waits for the projection to reach the unit's last event (ADR 0048). */
+  @IsInt() @Min(0) @Max(60_000) read_wait_ms = 5_000;
   /** The stuck-queued sweeper: how often it runs, how long a unit may sit queued first, how many it re-queues per run. */
   @IsInt() @Min(100) @Max(3_600_000) queued_sweep_interval_ms = 15_000;
   @IsInt() @Min(1_000) @Max(86_400_000) queued_grace_ms = 60_000;
