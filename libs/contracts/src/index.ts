@@ -13,3 +13,4 @@ export * from './size-limits.js';
 export * from './boundary-text.js';
 export * from './secrets.js';
 export * from './revocation.js';
+export * from './webhook-events.js';

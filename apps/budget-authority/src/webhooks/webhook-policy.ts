@@ -4,17 +4,9 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 
-export const WEBHOOK_EVENT_TYPES = [
-  'budget.threshold_crossed',
-  'budget.exhausted',
-  'budget.overrun',
-  'hold.expired',
-  'ambiguity.recorded',
-  'ambiguity.resolved',
-  'capability.revoked',
-] as const;
+import type { WebhookEventType } from '@tally/contracts';
 
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '@tally/contracts';
 
 /** The ledger event types a webhook can come from: the fan-out skips every other commit by its headers alone. */
 export const SOURCE_EVENT_TYPES: ReadonlySet<string> = new Set([

@@ -8,19 +8,12 @@ import { TallyHttp } from '../cli/http.js';
 import { printFields, printJson, printTable } from '../cli/output.js';
 import { exitWith, globalsOf } from '../cli/program.js';
 import { idValue, intValue } from '../cli/values.js';
+import { WEBHOOK_EVENT_TYPES } from '@tally/contracts';
 
 type Json = Record<string, unknown>;
 
 /** What an endpoint may subscribe to; the authority refuses any other with 400 naming `events`. */
-export const WEBHOOK_EVENTS = [
-  'budget.threshold_crossed',
-  'budget.exhausted',
-  'budget.overrun',
-  'hold.expired',
-  'ambiguity.recorded',
-  'ambiguity.resolved',
-  'capability.revoked',
-];
+const WEBHOOK_EVENTS: readonly string[] = WEBHOOK_EVENT_TYPES;
 
 function eventsOf(text: string): string[] {
   const events = text.split(',').map((e) => e.trim());

@@ -19,8 +19,8 @@ import {
   type LostAckOptions,
   type SimulatedRailOptions,
 } from '@tally/budget-infrastructure';
-import { tallyNames, type TallyNames } from '@tally/contracts';
-import type { EventStore } from '@tally/eventing';
+import { tallyNames, type EventMessage, type TallyNames } from '@tally/contracts';
+import type { AppendResult, EventStore, LoadResult } from '@tally/eventing';
 import { JetStreamEventStore, connectNats, ensureStream } from '@tally/platform-jetstream';
 import { sharedNatsUrl, uniqueNamespace, testEventStreamSpec } from '@tally/testing';
 
@@ -212,3 +212,31 @@ export class AuthorityFixture {
 
 export const holdOf = (requestId: string, capability: IssuedCapability, grantIndex = 0) =>
   `budget-hold:${requestId}:${capability.id}:${grantIndex}`;
+
+/** A replica that dies right after an append holding the given event type reached the stream: nothing after it runs. */
+export class DyingStore implements EventStore {
+  dead = false;
+  constructor(
+    private readonly inner: EventStore,
+    private readonly afterType: string,
+  ) {}
+
+  async append(
+    subject: string,
+    events: readonly Omit<EventMessage, 'schemaVersion'>[],
+    expectedSequence: number,
+  ): Promise<AppendResult> {
+    if (this.dead) throw new Error('replica is dead');
+    const result = await this.inner.append(subject, events, expectedSequence);
+    if (events.some((e) => e.type === this.afterType)) {
+      this.dead = true;
+      throw new Error('replica killed after the append');
+    }
+    return result;
+  }
+
+  load(subject: string, afterSequence?: number): Promise<LoadResult> {
+    if (this.dead) return Promise.reject(new Error('replica is dead'));
+    return this.inner.load(subject, afterSequence);
+  }
+}

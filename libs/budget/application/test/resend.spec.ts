@@ -1,36 +1,6 @@
 // Proves that the ledger answers a re-sent command id (issue 13): the recorded receipt is the answer on any replica, two replicas running one command at once converge on one receipt, and a run that stopped after its capture is finished by the retry.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { EventMessage } from '@tally/contracts';
-import type { AppendResult, EventStore, LoadResult } from '@tally/eventing';
-import { AuthorityFixture, MONETARY, holdOf } from './authority.fixture.js';
-
-/** A replica that dies right after an append of the given event type reached the stream: nothing after it runs. */
-class DyingStore implements EventStore {
-  dead = false;
-  constructor(
-    private readonly inner: EventStore,
-    private readonly afterType: string,
-  ) {}
-
-  async append(
-    subject: string,
-    events: readonly Omit<EventMessage, 'schemaVersion'>[],
-    expectedSequence: number,
-  ): Promise<AppendResult> {
-    if (this.dead) throw new Error('replica is dead');
-    const result = await this.inner.append(subject, events, expectedSequence);
-    if (events.some((e) => e.type === this.afterType)) {
-      this.dead = true;
-      throw new Error('replica killed after the append');
-    }
-    return result;
-  }
-
-  load(subject: string, afterSequence?: number): Promise<LoadResult> {
-    if (this.dead) return Promise.reject(new Error('replica is dead'));
-    return this.inner.load(subject, afterSequence);
-  }
-}
+import { AuthorityFixture, DyingStore, MONETARY, holdOf } from './authority.fixture.js';
 
 describe('the ledger answers re-sent commands', () => {
   let f: AuthorityFixture;

@@ -5,38 +5,8 @@
 // under a command answered deny is unwound, and a lease left by a run that died is released.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { BudgetCommand, TreeState } from '@tally/budget-domain';
-import type { EventMessage } from '@tally/contracts';
-import type { AppendResult, EventStore, LoadResult } from '@tally/eventing';
 import { TreeStore } from '@tally/budget-application';
-import { AuthorityFixture, LIMITS, MONETARY, holdOf } from './authority.fixture.js';
-
-/** A replica that dies right after an append holding the given event type reached the stream. */
-class DyingStore implements EventStore {
-  dead = false;
-  constructor(
-    private readonly inner: EventStore,
-    private readonly afterType: string,
-  ) {}
-
-  async append(
-    subject: string,
-    events: readonly Omit<EventMessage, 'schemaVersion'>[],
-    expectedSequence: number,
-  ): Promise<AppendResult> {
-    if (this.dead) throw new Error('replica is dead');
-    const result = await this.inner.append(subject, events, expectedSequence);
-    if (events.some((e) => e.type === this.afterType)) {
-      this.dead = true;
-      throw new Error('replica killed after the append');
-    }
-    return result;
-  }
-
-  load(subject: string, afterSequence?: number): Promise<LoadResult> {
-    if (this.dead) return Promise.reject(new Error('replica is dead'));
-    return this.inner.load(subject, afterSequence);
-  }
-}
+import { AuthorityFixture, DyingStore, LIMITS, MONETARY, holdOf } from './authority.fixture.js';
 
 /** The tree as the stream holds it, and a way to append a fact to it as another run would. */
 function streamOf(f: AuthorityFixture) {
